@@ -1,1 +1,5 @@
+//! Human-readable evidence for lockchaos runs.
 
+pub mod run_results;
+
+pub use run_results::{RunResults, WorkerStatus};
