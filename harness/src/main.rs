@@ -1,1 +1,210 @@
-fn main() {}
+//! `lockchaos`: a thin CLI over the harness's modules.
+//!
+//! Exit status: 0 when a run's outcome matches the scenario's `expect`, 1 when it does not,
+//! 2 when it is unknown or on error.
+
+mod clock;
+mod containers;
+mod event_log;
+mod faults;
+mod live_history;
+mod lock_backends;
+mod nemesis;
+mod node_image;
+mod progress;
+mod resource;
+mod run;
+mod run_store;
+mod scenario;
+mod scenario_catalog;
+mod schedule;
+mod worker;
+
+use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(name = "lockchaos", version, about = "Jepsen-style fault injection for distributed locks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one scenario (a name from `lockchaos list`, or a path to a TOML file).
+    Scenario {
+        name: String,
+        /// Seconds of workload (overrides the scenario's time_limit_secs).
+        #[arg(long)]
+        time_limit: Option<u64>,
+        /// Seed for random schedules (overrides the scenario's; otherwise one is drawn and recorded).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Where run folders go.
+        #[arg(long, default_value = "store")]
+        store: PathBuf,
+        /// Number of lock clients (overrides the scenario's).
+        #[arg(long)]
+        clients: Option<u32>,
+        /// Only the final verdict line (and warnings).
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// List the scenarios with their expectations and descriptions.
+    List {
+        /// Scenario folder (default: ./scenarios, else the one in the source tree).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Remove every container and network that a lockchaos run left behind.
+    Clean,
+    /// The node image.
+    Image {
+        #[command(subcommand)]
+        command: ImageCommand,
+    },
+    /// Run one lock client (inside a worker container; started by `scenario`).
+    #[command(hide = true)]
+    Worker {
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Serve the protected resource, a ledger of counters that logs every request.
+    Resource {
+        #[arg(long, default_value = "0.0.0.0:7000")]
+        listen: SocketAddr,
+        #[arg(long, value_enum, default_value = "unfenced")]
+        mode: ResourceModeArg,
+        /// JSON-lines log of every request, in the order received.
+        #[arg(long)]
+        log: PathBuf,
+        /// The run's time origin (CLOCK_MONOTONIC, ns); default: now.
+        #[arg(long)]
+        t0_ns: Option<u64>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ImageCommand {
+    /// Build lockchaos-node:bookworm (nothing to do when it is up to date).
+    Build {
+        /// Rebuild even when up to date.
+        #[arg(long)]
+        force: bool,
+        #[arg(long, value_enum, default_value = "auto")]
+        method: MethodArg,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ResourceModeArg {
+    Unfenced,
+    Fenced,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum MethodArg {
+    /// The Dockerfile when debian:bookworm is present locally, else the offline build.
+    Auto,
+    /// mmdebstrap root filesystem + docker import (no registry needed).
+    Offline,
+    Dockerfile,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    match runtime.block_on(dispatch(cli.command)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Scenario { name, time_limit, seed, store, clients, quiet } => {
+            let loaded = scenario_catalog::resolve(&name)?;
+            let opts = run::RunOptions { store, time_limit_secs: time_limit, seed, clients };
+            let reporter: Arc<dyn progress::Reporter> = Arc::from(progress::reporter(quiet));
+            let outcome = run::run(loaded, opts, reporter).await?;
+            let r = &outcome.results;
+            let rs = &r.properties.resource_safety;
+            println!(
+                "{}: outcome {} (expected {}) — lost updates {}, interleaved sections {}, accepted writes {}, stale writes rejected {} — {}",
+                r.scenario,
+                r.outcome,
+                r.expect,
+                rs.lost_updates,
+                rs.interleaved_sections,
+                rs.accepted_writes,
+                rs.rejected_writes,
+                outcome.dir.join("report.html").display()
+            );
+            for w in r.workers.iter().filter(|w| w.status != "finished") {
+                println!("  worker {} {} (exit code {:?})", w.name, w.status, w.exit_code);
+            }
+            Ok(ExitCode::from(match (r.outcome.as_str(), r.matches_expectation) {
+                ("unknown", _) => 2,
+                (_, true) => 0,
+                (_, false) => 1,
+            }))
+        }
+        Command::List { dir } => {
+            for entry in scenario_catalog::list(dir.as_deref())? {
+                match entry {
+                    Ok(s) => println!("{:<40} {:<10} {}", s.name, s.scenario.expect, s.scenario.description),
+                    Err(e) => println!("{e}"),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Clean => {
+            let docker = containers::docker_api::connect().await?;
+            let removed = containers::teardown::remove_labelled(&docker, None).await?;
+            println!("removed {} container(s) and {} network(s)", removed.containers, removed.networks);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Image { command: ImageCommand::Build { force, method } } => {
+            let docker = containers::docker_api::connect().await?;
+            let method = match method {
+                MethodArg::Auto => node_image::BuildMethod::Auto,
+                MethodArg::Offline => node_image::BuildMethod::Offline,
+                MethodArg::Dockerfile => node_image::BuildMethod::Dockerfile,
+            };
+            let reporter = progress::reporter(false);
+            reporter.event(progress::RunEvent::Stage("image".into()));
+            let outcome = node_image::ensure_image(&docker, method, force, &reporter.spinner()).await?;
+            reporter.finish();
+            println!("{}: {outcome:?}", node_image::IMAGE);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Worker { config } => {
+            let text = std::fs::read_to_string(&config)?;
+            let config: worker::WorkerConfig = serde_json::from_str(&text)?;
+            worker::run(config).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Resource { listen, mode, log, t0_ns } => {
+            let mode = match mode {
+                ResourceModeArg::Unfenced => scenario::ResourceMode::Unfenced,
+                ResourceModeArg::Fenced => scenario::ResourceMode::Fenced,
+            };
+            let clock = clock::RunClock { t0_ns: t0_ns.unwrap_or_else(clock::monotonic_ns) };
+            resource::server::serve(listen, mode, &log, clock).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

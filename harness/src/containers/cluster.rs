@@ -1,0 +1,227 @@
+//! One run's containers on one private bridge network, each at a fixed address.
+
+use super::RUN_LABEL;
+use anyhow::{bail, Context};
+use bollard::exec::{StartExecOptions, StartExecResults};
+use bollard::models::{
+    ContainerCreateBody, EndpointIpamConfig, EndpointSettings, ExecConfig, HostConfig, Ipam, IpamConfig,
+    NetworkCreateRequest, NetworkingConfig,
+};
+use bollard::query_parameters::{CreateContainerOptions, KillContainerOptions, LogsOptions};
+use bollard::Docker;
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+/// What a container is for; also its label `lockchaos.role`, and its host-part address range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// n1..nN: backend servers, started by exec under docker-init (PID 1 reaps and forwards).
+    Node,
+    /// The protected resource.
+    Resource,
+    /// client-1..client-N: PID 1 is `lockchaos worker`, so SIGSTOP freezes the real client.
+    Worker,
+}
+
+impl Role {
+    fn label(self) -> &'static str {
+        match self {
+            Role::Node => "node",
+            Role::Resource => "resource",
+            Role::Worker => "worker",
+        }
+    }
+}
+
+pub struct ContainerSpec {
+    pub name: String,
+    pub role: Role,
+    /// Host part of the address in the run's /24.
+    pub host_octet: u8,
+    pub cmd: Vec<String>,
+    pub env: Vec<String>,
+    /// host path → container path, read-only?
+    pub binds: Vec<(PathBuf, String, bool)>,
+    /// NET_ADMIN, for iptables partitions inside the container.
+    pub net_admin: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub name: String,
+    pub role: Role,
+    pub id: String,
+    pub ip: Ipv4Addr,
+}
+
+pub struct Cluster {
+    pub docker: Docker,
+    pub run_id: String,
+    pub network: String,
+    /// First three octets of the run's /24.
+    prefix: [u8; 3],
+    pub members: Vec<Member>,
+    image: String,
+}
+
+impl Cluster {
+    /// Creates the run's network on a free 10.213.X.0/24 (a random X; retried on overlap).
+    pub async fn create(docker: Docker, run_id: &str, image: &str, seed: u64) -> anyhow::Result<Cluster> {
+        let network = format!("lockchaos-{run_id}");
+        let mut last_err = None;
+        for attempt in 0..32u64 {
+            let x = ((seed.wrapping_add(attempt.wrapping_mul(0x9e37_79b9)) % 250) + 2) as u8;
+            let prefix = [10, 213, x];
+            let req = NetworkCreateRequest {
+                name: network.clone(),
+                driver: Some("bridge".into()),
+                ipam: Some(Ipam {
+                    config: Some(vec![IpamConfig {
+                        subnet: Some(format!("10.213.{x}.0/24")),
+                        gateway: Some(format!("10.213.{x}.1")),
+                        ..Default::default()
+                    }]),
+                    ..Default::default()
+                }),
+                labels: Some(HashMap::from([(RUN_LABEL.to_string(), run_id.to_string())])),
+                ..Default::default()
+            };
+            match docker.create_network(req).await {
+                Ok(_) => {
+                    return Ok(Cluster {
+                        docker,
+                        run_id: run_id.into(),
+                        network,
+                        prefix,
+                        members: vec![],
+                        image: image.into(),
+                    })
+                }
+                Err(e) if e.to_string().contains("overlap") => last_err = Some(e),
+                Err(e) => return Err(e).context("cannot create the run's Docker network"),
+            }
+        }
+        Err(last_err.expect("32 attempts")).context("no free /24 under 10.213.0.0/16 for the run's network")
+    }
+
+    pub fn ip(&self, host_octet: u8) -> Ipv4Addr {
+        Ipv4Addr::new(self.prefix[0], self.prefix[1], self.prefix[2], host_octet)
+    }
+
+    pub fn member(&self, name: &str) -> anyhow::Result<&Member> {
+        self.members.iter().find(|m| m.name == name).with_context(|| format!("no container named {name} in this run"))
+    }
+
+    pub fn container_name(&self, name: &str) -> String {
+        format!("lockchaos-{}-{name}", self.run_id)
+    }
+
+    pub async fn start(&mut self, spec: ContainerSpec) -> anyhow::Result<Member> {
+        let ip = self.ip(spec.host_octet);
+        let labels = HashMap::from([
+            (RUN_LABEL.to_string(), self.run_id.clone()),
+            ("lockchaos.role".to_string(), spec.role.label().to_string()),
+            ("lockchaos.name".to_string(), spec.name.clone()),
+        ]);
+        let binds = spec
+            .binds
+            .iter()
+            .map(|(host, inside, ro)| format!("{}:{inside}{}", host.display(), if *ro { ":ro" } else { "" }))
+            .collect();
+        let body = ContainerCreateBody {
+            image: Some(self.image.clone()),
+            hostname: Some(spec.name.clone()),
+            cmd: Some(spec.cmd.clone()),
+            env: Some(spec.env.clone()),
+            labels: Some(labels),
+            host_config: Some(HostConfig {
+                binds: Some(binds),
+                init: Some(spec.role != Role::Worker),
+                cap_add: spec.net_admin.then(|| vec!["NET_ADMIN".to_string()]),
+                network_mode: Some(self.network.clone()),
+                ..Default::default()
+            }),
+            networking_config: Some(NetworkingConfig {
+                endpoints_config: Some(HashMap::from([(
+                    self.network.clone(),
+                    EndpointSettings {
+                        ipam_config: Some(EndpointIpamConfig { ipv4_address: Some(ip.to_string()), ..Default::default() }),
+                        ..Default::default()
+                    },
+                )])),
+            }),
+            ..Default::default()
+        };
+        let name = self.container_name(&spec.name);
+        let opts = CreateContainerOptions { name: Some(name.clone()), ..Default::default() };
+        let created = self
+            .docker
+            .create_container(Some(opts), body)
+            .await
+            .with_context(|| format!("cannot create container {name} from image {}", self.image))?;
+        self.docker.start_container(&created.id, None).await.with_context(|| format!("cannot start container {name}"))?;
+        let member = Member { name: spec.name, role: spec.role, id: created.id, ip };
+        self.members.push(member.clone());
+        Ok(member)
+    }
+
+    /// Runs a command inside a member and returns (exit code, combined output).
+    pub async fn exec(&self, name: &str, cmd: &[&str]) -> anyhow::Result<(i64, String)> {
+        let member = self.member(name)?;
+        let config = ExecConfig {
+            cmd: Some(cmd.iter().map(|s| s.to_string()).collect()),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            ..Default::default()
+        };
+        let exec = self.docker.create_exec(&member.id, config).await.with_context(|| format!("exec in {name}"))?;
+        let mut output = String::new();
+        if let StartExecResults::Attached { output: mut stream, .. } =
+            self.docker.start_exec(&exec.id, Some(StartExecOptions { detach: false, ..Default::default() })).await?
+        {
+            while let Some(chunk) = stream.next().await {
+                output.push_str(&chunk?.to_string());
+            }
+        }
+        let code = self.docker.inspect_exec(&exec.id).await?.exit_code.unwrap_or(-1);
+        Ok((code, output))
+    }
+
+    /// Runs a command inside a member and fails, with its output, unless it exits 0.
+    pub async fn exec_ok(&self, name: &str, cmd: &[&str]) -> anyhow::Result<String> {
+        let (code, out) = self.exec(name, cmd).await?;
+        if code != 0 {
+            bail!("`{}` in {name} exited {code}: {}", cmd.join(" "), out.trim());
+        }
+        Ok(out)
+    }
+
+    /// Sends a signal to a member's PID 1 (for workers: the client process itself).
+    pub async fn signal(&self, name: &str, signal: &str) -> anyhow::Result<()> {
+        let member = self.member(name)?;
+        let opts = KillContainerOptions { signal: signal.to_string() };
+        self.docker.kill_container(&member.id, Some(opts)).await.with_context(|| format!("cannot send {signal} to {name}"))
+    }
+
+    /// Whether the member is still running, and its exit code when it is not.
+    pub async fn state(&self, name: &str) -> anyhow::Result<(bool, Option<i64>)> {
+        let member = self.member(name)?;
+        let info = self.docker.inspect_container(&member.id, None).await?;
+        let state = info.state.unwrap_or_default();
+        Ok((state.running.unwrap_or(false), state.exit_code))
+    }
+
+    /// The container's stdout and stderr so far.
+    pub async fn logs(&self, name: &str) -> anyhow::Result<String> {
+        let member = self.member(name)?;
+        let opts = LogsOptions { stdout: true, stderr: true, timestamps: false, ..Default::default() };
+        let mut stream = self.docker.logs(&member.id, Some(opts));
+        let mut out = String::new();
+        while let Some(chunk) = stream.next().await {
+            out.push_str(&chunk?.to_string());
+        }
+        Ok(out)
+    }
+}

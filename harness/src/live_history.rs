@@ -1,0 +1,112 @@
+//! Following the workers' event files while the run is live, so the nemesis can react to what
+//! clients do (e.g. pause the client that is inside its critical section).
+
+use checker::{Event, EventType};
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+
+struct Tail {
+    path: PathBuf,
+    offset: u64,
+    partial: String,
+}
+
+/// Per-client phase as last seen in its events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Phase {
+    #[default]
+    Idle,
+    /// acquire returned ok, release not yet invoked.
+    Holding,
+    /// Holding, read done, write not yet sent: a pause now makes a stale write.
+    InSection,
+}
+
+pub struct LiveHistory {
+    tails: BTreeMap<u64, Tail>,
+    phases: BTreeMap<u64, Phase>,
+}
+
+impl LiveHistory {
+    pub fn new(files: impl IntoIterator<Item = (u64, PathBuf)>) -> Self {
+        let tails = files.into_iter().map(|(p, path)| (p, Tail { path, offset: 0, partial: String::new() })).collect();
+        LiveHistory { tails, phases: BTreeMap::new() }
+    }
+
+    /// Reads what the workers appended since the last poll and updates their phases.
+    pub fn poll(&mut self) -> Vec<Event> {
+        let mut out = vec![];
+        for (process, tail) in &mut self.tails {
+            let Ok(mut file) = std::fs::File::open(&tail.path) else { continue };
+            if file.seek(SeekFrom::Start(tail.offset)).is_err() {
+                continue;
+            }
+            let mut buf = String::new();
+            let Ok(n) = file.read_to_string(&mut buf) else { continue };
+            tail.offset += n as u64;
+            tail.partial.push_str(&buf);
+            // Only complete lines: the writer may be mid-line.
+            while let Some(nl) = tail.partial.find('\n') {
+                let line: String = tail.partial.drain(..=nl).collect();
+                if let Ok(ev) = serde_json::from_str::<Event>(line.trim_end()) {
+                    let phase = self.phases.entry(*process).or_default();
+                    *phase = next_phase(*phase, &ev);
+                    out.push(ev);
+                }
+            }
+        }
+        out
+    }
+
+    pub fn phase(&self, process: u64) -> Phase {
+        self.phases.get(&process).copied().unwrap_or_default()
+    }
+
+    /// Clients currently inside their critical section.
+    pub fn in_section(&self) -> Vec<u64> {
+        self.phases.iter().filter(|(_, p)| **p == Phase::InSection).map(|(c, _)| *c).collect()
+    }
+}
+
+fn next_phase(current: Phase, ev: &Event) -> Phase {
+    match (ev.f.as_str(), ev.kind) {
+        ("acquire", EventType::Ok) => Phase::Holding,
+        ("read", EventType::Ok) if current == Phase::Holding => Phase::InSection,
+        ("write", EventType::Invoke) if current == Phase::InSection => Phase::Holding,
+        ("release", EventType::Invoke) => Phase::Idle,
+        _ => current,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn follows_appends_and_ignores_a_partial_line_until_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("client-1.jsonl");
+        let mut f = std::fs::File::create(&path).unwrap();
+        let mut live = LiveHistory::new([(1, path.clone())]);
+        let line = |t: &str, f: &str| format!("{{\"time\":1,\"process\":1,\"type\":\"{t}\",\"f\":\"{f}\"}}\n");
+        write!(f, "{}{}", line("invoke", "acquire"), line("ok", "acquire")).unwrap();
+        assert_eq!(live.poll().len(), 2);
+        assert_eq!(live.phase(1), Phase::Holding);
+        let read_ok = line("ok", "read");
+        let (a, b) = read_ok.split_at(10);
+        write!(f, "{}{a}", line("invoke", "read")).unwrap();
+        assert_eq!(live.poll().len(), 1);
+        assert_eq!(live.phase(1), Phase::Holding);
+        write!(f, "{b}").unwrap();
+        assert_eq!(live.poll().len(), 1);
+        assert_eq!(live.in_section(), vec![1]);
+        write!(f, "{}", line("invoke", "write")).unwrap();
+        live.poll();
+        assert_eq!(live.phase(1), Phase::Holding);
+        write!(f, "{}", line("invoke", "release")).unwrap();
+        live.poll();
+        assert_eq!(live.phase(1), Phase::Idle);
+    }
+}

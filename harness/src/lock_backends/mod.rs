@@ -1,0 +1,77 @@
+//! Lock backends. Each backend is one module with two halves behind small traits:
+//! `BackendSetup` (controller side: start the servers inside the node containers) and
+//! `LockClient` (worker side: acquire and release against those servers).
+//!
+//! The controller hands a worker its backend as a serialisable `ClientConfig`, so a new backend
+//! adds a module, a `BackendKind` variant and a `ClientConfig` variant.
+
+pub mod redis_single;
+
+use crate::containers::Cluster;
+use crate::scenario::{BackendKind, LockParams};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// What a worker needs to reach the backend.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+#[serde(tag = "backend", rename_all = "kebab-case")]
+pub enum ClientConfig {
+    RedisSingle { addr: String },
+}
+
+/// A lock as the client believes it holds it.
+#[derive(Clone, Debug)]
+pub struct Grant {
+    /// Fencing token; `None` when the backend has none.
+    pub token: Option<u64>,
+    /// How long the grant is valid from the moment acquire returned, as the client computes it.
+    pub validity: Duration,
+    /// Backend-private proof of ownership (a random value for Redis).
+    pub secret: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Definitely not granted / not released (history type `fail`).
+    #[error("{0}")]
+    Refused(String),
+    /// Outcome unknown, e.g. a timeout after the request was sent (history type `info`).
+    #[error("{0}")]
+    Unknown(String),
+}
+
+#[async_trait::async_trait]
+pub trait LockClient: Send {
+    /// Tries until granted or `timeout` passes.
+    async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError>;
+    /// Releases only if still ours; `Refused` when the lock had already expired or passed on.
+    async fn release(&mut self, key: &str, grant: &Grant) -> Result<(), LockError>;
+}
+
+#[async_trait::async_trait]
+pub trait BackendSetup: Send + Sync {
+    /// Node containers (n1..nN) this backend needs.
+    fn node_count(&self) -> usize;
+    /// Starts the servers inside the running nodes and waits until they answer.
+    async fn start(&self, cluster: &Cluster) -> anyhow::Result<()>;
+    /// How workers reach the started backend.
+    fn client_config(&self, cluster: &Cluster) -> ClientConfig;
+}
+
+pub fn setup_for(kind: BackendKind) -> Box<dyn BackendSetup> {
+    match kind {
+        BackendKind::RedisSingle => Box::new(redis_single::Setup),
+    }
+}
+
+pub async fn connect_client(
+    config: &ClientConfig,
+    lock: &LockParams,
+    op_timeout: Duration,
+) -> anyhow::Result<Box<dyn LockClient>> {
+    match config {
+        ClientConfig::RedisSingle { addr } => {
+            Ok(Box::new(redis_single::Client::connect(addr, lock.clone(), op_timeout).await?))
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! What every run leaves in its folder, whichever way it ended.
+
+use super::{RunContext, WorkloadRecord};
+use crate::containers::RUN_LABEL;
+use bollard::query_parameters::{ListContainersOptions, LogsOptions};
+use bollard::Docker;
+use checker::CheckOptions;
+use futures_util::StreamExt;
+use reports::RunResults;
+use std::collections::HashMap;
+
+/// The scenario as run: the file's text, and the effective parameters after overrides.
+pub fn write_inputs(ctx: &RunContext) -> anyhow::Result<()> {
+    std::fs::write(ctx.dir.file("scenario.toml"), &ctx.loaded.text)?;
+    let mut effective = ctx.loaded.scenario.clone();
+    effective.seed = Some(ctx.seed);
+    let run = serde_json::json!({
+        "run_id": ctx.dir.run_id,
+        "scenario": ctx.loaded.name,
+        "scenario_file": ctx.loaded.path,
+        "started_at": ctx.dir.started.to_rfc3339(),
+        "seed": ctx.seed,
+        "effective": effective,
+        "lockchaos_version": env!("CARGO_PKG_VERSION"),
+    });
+    std::fs::write(ctx.dir.file("run.json"), serde_json::to_vec_pretty(&run)?)?;
+    Ok(())
+}
+
+/// Saves logs/<name>.log for every container of the run (found by label, so it also works
+/// after an abort). Best effort: a missing log must not stop the teardown.
+pub async fn save_container_logs(docker: &Docker, run_id: &str, dir: &crate::run_store::RunDir) {
+    let filters = HashMap::from([("label".to_string(), vec![format!("{RUN_LABEL}={run_id}")])]);
+    let Ok(containers) =
+        docker.list_containers(Some(ListContainersOptions { all: true, filters: Some(filters), ..Default::default() })).await
+    else {
+        return;
+    };
+    for c in containers {
+        let name = c.labels.as_ref().and_then(|l| l.get("lockchaos.name")).cloned().unwrap_or_else(|| "unknown".into());
+        let opts = LogsOptions { stdout: true, stderr: true, ..Default::default() };
+        let mut stream = docker.logs(c.id.as_deref().unwrap_or_default(), Some(opts));
+        let mut out = String::new();
+        while let Some(Ok(chunk)) = stream.next().await {
+            out.push_str(&chunk.to_string());
+        }
+        let _ = std::fs::write(dir.path.join("logs").join(format!("{name}.log")), out);
+    }
+}
+
+/// Merges the history, checks it, writes results.json and report.html, points store/latest.
+pub fn check_and_report(
+    ctx: &RunContext,
+    record: WorkloadRecord,
+    interrupted: bool,
+    error: Option<String>,
+) -> anyhow::Result<RunResults> {
+    let s = &ctx.loaded.scenario;
+    let (events, mut warnings) = ctx.dir.merge_history()?;
+    warnings.extend(record.warnings);
+    if let Some(e) = &error {
+        warnings.push(e.clone());
+    }
+    let check = checker::check(&events, &CheckOptions::default());
+    let mut outcome = RunResults::outcome_of(&check);
+    // A cut-short run can show a violation, but cannot vouch for safety.
+    if interrupted && outcome == "safe" {
+        outcome = "unknown";
+    }
+    let expect = s.expect.to_string();
+    let results = RunResults {
+        scenario: ctx.loaded.name.clone(),
+        description: s.description.clone(),
+        matches_expectation: outcome == expect,
+        expect,
+        outcome: outcome.into(),
+        run_id: ctx.dir.run_id.clone(),
+        backend: s.backend.name().into(),
+        seed: ctx.seed,
+        clients: s.clients,
+        time_limit_secs: s.time_limit_secs,
+        started_at: ctx.dir.started.to_rfc3339(),
+        duration_secs: ctx.clock.now() as f64 / 1e9,
+        interrupted,
+        workers: record.workers,
+        warnings,
+        properties: check,
+    };
+    std::fs::write(ctx.dir.file("results.json"), serde_json::to_vec_pretty(&results)?)?;
+    std::fs::write(ctx.dir.file("report.html"), String::new() /*TMP*/)?;
+    ctx.dir.point_latest()?;
+    Ok(results)
+}

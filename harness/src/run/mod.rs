@@ -1,0 +1,112 @@
+//! One run of one scenario, end to end: provision → workload with faults → stop → teardown →
+//! check → report. Teardown happens on every path: normal end, error, panic, Ctrl-C, SIGTERM.
+
+mod finalize;
+mod workload;
+
+use crate::clock::RunClock;
+use crate::containers::{docker_api, teardown};
+use crate::node_image;
+use crate::progress::{Reporter, RunEvent};
+use crate::run_store::RunDir;
+use crate::scenario::LoadedScenario;
+use reports::{RunResults, WorkerStatus};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub store: PathBuf,
+    pub time_limit_secs: Option<u64>,
+    pub seed: Option<u64>,
+    pub clients: Option<u32>,
+}
+
+/// Everything fixed before the first container starts.
+pub struct RunContext {
+    pub loaded: LoadedScenario,
+    pub seed: u64,
+    pub dir: RunDir,
+    pub clock: RunClock,
+    /// The host-built binary, mounted read-only into every container.
+    pub exe: PathBuf,
+}
+
+/// What the workload phase observed, for results.json.
+#[derive(Default)]
+pub struct WorkloadRecord {
+    pub workers: Vec<WorkerStatus>,
+    pub warnings: Vec<String>,
+}
+
+pub struct RunOutcome {
+    pub results: RunResults,
+    pub dir: PathBuf,
+}
+
+pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, reporter: Arc<dyn Reporter>) -> anyhow::Result<RunOutcome> {
+    apply_overrides(&mut loaded, &opts);
+    crate::scenario::validate_overrides(&loaded.scenario, &loaded.path)?;
+    // The daemon and the image first: no run folder for a run that cannot start.
+    let docker = docker_api::connect().await?;
+    reporter.event(RunEvent::Stage("image".into()));
+    node_image::ensure_image(&docker, node_image::BuildMethod::Auto, false, &reporter.spinner()).await?;
+
+    std::fs::create_dir_all(&opts.store)?;
+    let dir = RunDir::create(&opts.store, &loaded.name)?;
+    let seed = loaded.scenario.seed.unwrap_or_else(rand::random);
+    let ctx = Arc::new(RunContext { loaded, seed, dir, clock: RunClock::start_now(), exe: std::env::current_exe()? });
+    finalize::write_inputs(&ctx)?;
+
+    let run_id = ctx.dir.run_id.clone();
+    let mut work = tokio::spawn(workload::execute(docker.clone(), ctx.clone(), reporter.clone()));
+    let (record, interrupted, error) = tokio::select! {
+        joined = &mut work => match joined {
+            Ok(Ok(record)) => (record, false, None),
+            Ok(Err(e)) => (WorkloadRecord::default(), true, Some(format!("{e:#}"))),
+            Err(e) => (WorkloadRecord::default(), true, Some(format!("the run panicked: {e}"))),
+        },
+        signal = shutdown_signal() => {
+            work.abort();
+            let _ = (&mut work).await;
+            (WorkloadRecord::default(), true, Some(format!("interrupted by {signal}")))
+        }
+    };
+
+    reporter.event(RunEvent::Stage("teardown".into()));
+    finalize::save_container_logs(&docker, &run_id, &ctx.dir).await;
+    let removed = teardown::remove_labelled(&docker, Some(&run_id)).await;
+    reporter.event(RunEvent::Stage("check".into()));
+    let results = finalize::check_and_report(&ctx, record, interrupted, error.clone())?;
+    reporter.finish();
+    removed?;
+    if let Some(e) = error {
+        // The evidence is saved; the run itself still failed.
+        anyhow::bail!("{e} (partial results in {})", ctx.dir.path.display());
+    }
+    Ok(RunOutcome { results, dir: ctx.dir.path.clone() })
+}
+
+fn apply_overrides(loaded: &mut LoadedScenario, opts: &RunOptions) {
+    let s = &mut loaded.scenario;
+    if let Some(t) = opts.time_limit_secs {
+        s.time_limit_secs = t;
+    }
+    if let Some(seed) = opts.seed {
+        s.seed = Some(seed);
+    }
+    if let Some(c) = opts.clients {
+        s.clients = c;
+    }
+}
+
+/// Resolves on the first SIGINT or SIGTERM, naming it.
+pub async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT (Ctrl-C)",
+    }
+}

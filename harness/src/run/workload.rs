@@ -1,0 +1,227 @@
+//! Provisioning and the live workload: nodes, resource, backend, workers, nemesis, stop.
+
+use super::{RunContext, WorkloadRecord};
+use crate::containers::{Cluster, ContainerSpec, Role};
+use crate::event_log::EventLog;
+use crate::live_history::LiveHistory;
+use crate::lock_backends;
+use crate::nemesis::{FaultChange, Nemesis};
+use crate::node_image::IMAGE;
+use crate::progress::{Reporter, RunEvent};
+use crate::schedule;
+use crate::worker::WorkerConfig;
+use anyhow::{bail, Context};
+use bollard::Docker;
+use reports::WorkerStatus;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const RESOURCE_PORT: u16 = 7000;
+const RESOURCE_OCTET: u8 = 5;
+const BIN: &str = "/usr/local/bin/lockchaos";
+/// The run folder inside every container.
+const RUN_MOUNT: &str = "/lockchaos/run";
+
+pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Reporter>) -> anyhow::Result<WorkloadRecord> {
+    let s = &ctx.loaded.scenario;
+    reporter.event(RunEvent::Stage("provision".into()));
+    let mut cluster = Cluster::create(docker, &ctx.dir.run_id, IMAGE, ctx.seed).await?;
+    let backend = lock_backends::setup_for(s.backend);
+    let binds = vec![
+        (ctx.exe.clone(), BIN.to_string(), true),
+        (ctx.dir.path.clone(), RUN_MOUNT.to_string(), false),
+        (ctx.dir.path.join("logs"), "/lockchaos/logs".to_string(), false),
+    ];
+    let spec = |name: String, role: Role, host_octet: u8, cmd: Vec<String>| ContainerSpec {
+        name,
+        role,
+        host_octet,
+        cmd,
+        env: vec!["RUST_LOG=info".into()],
+        binds: binds.clone(),
+        net_admin: role == Role::Node,
+    };
+    for i in 1..=backend.node_count() {
+        let cmd = vec!["sleep".into(), "infinity".into()];
+        cluster.start(spec(format!("n{i}"), Role::Node, 10 + i as u8, cmd)).await?;
+    }
+    check_binary_runs_in_image(&cluster).await?;
+
+    let resource_cmd = vec![
+        BIN.into(),
+        "resource".into(),
+        "--listen".into(),
+        format!("0.0.0.0:{RESOURCE_PORT}"),
+        "--mode".into(),
+        format!("{:?}", s.resource.mode).to_lowercase(),
+        "--log".into(),
+        format!("{RUN_MOUNT}/resource.jsonl"),
+        "--t0-ns".into(),
+        ctx.clock.t0_ns.to_string(),
+    ];
+    let resource = cluster.start(spec("resource".into(), Role::Resource, RESOURCE_OCTET, resource_cmd)).await?;
+    backend.start(&cluster).await.with_context(|| format!("starting the {} backend", s.backend.name()))?;
+    wait_for_port(&cluster, "resource", RESOURCE_PORT).await?;
+
+    let limit_ms = s.time_limit_secs * 1000;
+    let workload_start = ctx.clock.now();
+    let stop_at = workload_start + limit_ms * 1_000_000;
+    let client_config = backend.client_config(&cluster);
+    for k in 1..=s.clients as u64 {
+        let config = WorkerConfig {
+            process: k,
+            t0_ns: ctx.clock.t0_ns,
+            stop_at,
+            backend: client_config.clone(),
+            lock: s.lock.clone(),
+            workload: s.workload.clone(),
+            resource: std::net::SocketAddr::new(resource.ip.into(), RESOURCE_PORT),
+            events: format!("{RUN_MOUNT}/workers/client-{k}.jsonl").into(),
+        };
+        let file = ctx.dir.path.join("workers").join(format!("client-{k}.config.json"));
+        std::fs::write(&file, serde_json::to_vec_pretty(&config)?)?;
+        let cmd = vec![BIN.into(), "worker".into(), "--config".into(), format!("{RUN_MOUNT}/workers/client-{k}.config.json")];
+        cluster.start(spec(format!("client-{k}"), Role::Worker, 100 + k as u8, cmd)).await?;
+    }
+
+    reporter.event(RunEvent::Stage("workload".into()));
+    let plan = schedule::plan(&s.nemesis, s.clients, limit_ms, ctx.seed);
+    let mut nemesis = Nemesis::new(plan, EventLog::create(&ctx.dir.nemesis_events())?, ctx.clock);
+    let mut live = LiveHistory::new((1..=s.clients as u64).map(|k| (k, ctx.dir.worker_events(k))));
+    let mut record = WorkloadRecord::default();
+    let mut died: BTreeMap<u64, WorkerStatus> = BTreeMap::new();
+    let mut last_state_check = Instant::now();
+    let result: anyhow::Result<()> = async {
+        loop {
+            let now = ctx.clock.now();
+            if now >= stop_at {
+                return Ok(());
+            }
+            let elapsed_ms = (now - workload_start) / 1_000_000;
+            live.poll();
+            for change in nemesis.tick(&cluster, &live, elapsed_ms).await? {
+                report_fault(&reporter, &mut record, change);
+            }
+            if last_state_check.elapsed() > Duration::from_millis(500) {
+                last_state_check = Instant::now();
+                find_dead_workers(&cluster, &ctx, s.clients as u64, &mut died, &reporter).await?;
+            }
+            reporter.event(RunEvent::Workload { elapsed_ms, total_ms: limit_ms });
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    .await;
+
+    // Heal before anything else, whatever happened: a stopped worker must not stay stopped.
+    reporter.event(RunEvent::Stage("stop".into()));
+    for change in nemesis.heal_all(&cluster).await? {
+        report_fault(&reporter, &mut record, change);
+    }
+    result?;
+    let grace = Duration::from_millis(
+        s.lock.acquire_timeout_ms + s.workload.work_ms + 2 * s.workload.op_timeout_ms + s.workload.think_ms + 5000,
+    );
+    record.workers = wait_for_workers(&cluster, &ctx, s.clients as u64, died, grace).await?;
+    Ok(record)
+}
+
+fn report_fault(reporter: &Arc<dyn Reporter>, record: &mut WorkloadRecord, change: FaultChange) {
+    let verb = if change.started { "start" } else { "stop" };
+    let description = format!("{} {} {}", change.fault.name(), verb, change.target);
+    if let Some(e) = change.error {
+        let w = format!("{description} failed: {e}");
+        reporter.event(RunEvent::Warning(w.clone()));
+        record.warnings.push(w);
+    } else {
+        reporter.event(RunEvent::Fault { description });
+    }
+}
+
+/// A worker that is gone before the workload ends has died; its events so far are kept.
+async fn find_dead_workers(
+    cluster: &Cluster,
+    ctx: &RunContext,
+    clients: u64,
+    died: &mut BTreeMap<u64, WorkerStatus>,
+    reporter: &Arc<dyn Reporter>,
+) -> anyhow::Result<()> {
+    for k in 1..=clients {
+        if died.contains_key(&k) {
+            continue;
+        }
+        let (running, exit_code) = cluster.state(&format!("client-{k}")).await?;
+        if !running {
+            let at = ctx.clock.now() / 1_000_000;
+            reporter.event(RunEvent::Warning(format!("worker client-{k} died (exit code {exit_code:?}) at {:.1} s", at as f64 / 1000.0)));
+            died.insert(k, WorkerStatus { name: format!("client-{k}"), process: k, status: "died".into(), exit_code, died_at_ms: Some(at) });
+        }
+    }
+    Ok(())
+}
+
+/// Lets every worker finish its round; kills those that do not finish within `grace`.
+async fn wait_for_workers(
+    cluster: &Cluster,
+    _ctx: &RunContext,
+    clients: u64,
+    mut died: BTreeMap<u64, WorkerStatus>,
+    grace: Duration,
+) -> anyhow::Result<Vec<WorkerStatus>> {
+    let deadline = Instant::now() + grace;
+    let mut statuses = vec![];
+    for k in 1..=clients {
+        let name = format!("client-{k}");
+        if let Some(status) = died.remove(&k) {
+            statuses.push(status);
+            continue;
+        }
+        let status = loop {
+            let (running, exit_code) = cluster.state(&name).await?;
+            if !running {
+                let status = if exit_code == Some(0) { "finished" } else { "died" };
+                break WorkerStatus { name: name.clone(), process: k, status: status.into(), exit_code, died_at_ms: None };
+            }
+            if Instant::now() > deadline {
+                cluster.signal(&name, "SIGKILL").await?;
+                break WorkerStatus { name: name.clone(), process: k, status: "killed".into(), exit_code: None, died_at_ms: None };
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        statuses.push(status);
+    }
+    Ok(statuses)
+}
+
+/// The worker binary is built on the host and mounted into bookworm containers; that needs a host
+/// glibc no newer than bookworm's. Say so plainly instead of letting workers die with a loader error.
+async fn check_binary_runs_in_image(cluster: &Cluster) -> anyhow::Result<()> {
+    let (code, out) = cluster.exec("n1", &[BIN, "--version"]).await?;
+    if code != 0 {
+        bail!(
+            "the host-built lockchaos binary does not run inside {IMAGE} (is the host's glibc newer than Debian bookworm's 2.36? then build lockchaos inside a bookworm container): {}",
+            out.trim().lines().next().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+async fn wait_for_port(cluster: &Cluster, name: &str, port: u16) -> anyhow::Result<()> {
+    let probe = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (code, _) = cluster.exec(name, &["bash", "-c", &probe]).await?;
+        if code == 0 {
+            return Ok(());
+        }
+        let (running, exit_code) = cluster.state(name).await?;
+        if !running {
+            let logs = cluster.logs(name).await.unwrap_or_default();
+            bail!("{name} exited with code {exit_code:?} before listening on {port}: {}", logs.trim());
+        }
+        if Instant::now() > deadline {
+            bail!("{name} did not listen on port {port} within 15 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,402 @@
+//! Scenario files: one TOML file per scenario, validated before anything starts.
+//!
+//! Every error is one line naming the file, the line and the field, so a typo in a scenario
+//! never costs a container start.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// One line: what the scenario shows.
+    pub description: String,
+    pub expect: Expectation,
+    pub backend: BackendKind,
+    #[serde(default = "defaults::clients")]
+    pub clients: u32,
+    #[serde(default = "defaults::time_limit_secs")]
+    pub time_limit_secs: u64,
+    /// Seed for random schedules and worker jitter; a run without one draws one and records it.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub lock: LockParams,
+    #[serde(default)]
+    pub workload: Workload,
+    #[serde(default)]
+    pub resource: ResourceParams,
+    #[serde(default)]
+    pub nemesis: Nemesis,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Expectation {
+    Violation,
+    Safe,
+}
+
+impl fmt::Display for Expectation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Expectation::Violation => "violation",
+            Expectation::Safe => "safe",
+        })
+    }
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendKind {
+    /// One Redis server; SET key value NX PX ttl, release by Lua compare-and-delete.
+    RedisSingle,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::RedisSingle => "redis-single",
+        }
+    }
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct LockParams {
+    #[serde(default = "defaults::ttl_ms")]
+    pub ttl_ms: u64,
+    #[serde(default = "defaults::acquire_timeout_ms")]
+    pub acquire_timeout_ms: u64,
+    /// Delay between attempts while the lock is taken.
+    #[serde(default = "defaults::retry_ms")]
+    pub retry_ms: u64,
+}
+
+impl Default for LockParams {
+    fn default() -> Self {
+        LockParams {
+            ttl_ms: defaults::ttl_ms(),
+            acquire_timeout_ms: defaults::acquire_timeout_ms(),
+            retry_ms: defaults::retry_ms(),
+        }
+    }
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// The lock name and the resource's counter key.
+    #[serde(default = "defaults::key")]
+    pub key: String,
+    /// Time spent holding the lock between the read and the write.
+    #[serde(default = "defaults::work_ms")]
+    pub work_ms: u64,
+    /// Pause between rounds.
+    #[serde(default = "defaults::think_ms")]
+    pub think_ms: u64,
+    /// Timeout of one backend or resource request; past it the outcome is unknown (info).
+    #[serde(default = "defaults::op_timeout_ms")]
+    pub op_timeout_ms: u64,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            key: defaults::key(),
+            work_ms: defaults::work_ms(),
+            think_ms: defaults::think_ms(),
+            op_timeout_ms: defaults::op_timeout_ms(),
+        }
+    }
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceParams {
+    #[serde(default)]
+    pub mode: ResourceMode,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ResourceMode {
+    /// Accepts every write.
+    #[default]
+    Unfenced,
+    /// Rejects a write whose token is lower than the highest it has accepted.
+    Fenced,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Nemesis {
+    /// Faults at fixed times from the start of the workload.
+    #[serde(default)]
+    pub timeline: Vec<TimelineStep>,
+    /// Faults drawn from the run's seed (same seed, same schedule).
+    #[serde(default)]
+    pub random: Option<RandomFaults>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineStep {
+    pub at_ms: u64,
+    pub fault: FaultKind,
+    pub target: Target,
+    pub duration_ms: u64,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct RandomFaults {
+    pub faults: Vec<FaultKind>,
+    pub target: Target,
+    /// First fault no earlier than this.
+    #[serde(default = "defaults::random_start_ms")]
+    pub start_ms: u64,
+    /// [min, max] gap between the end of one fault and the start of the next.
+    pub interval_ms: [u64; 2],
+    /// [min, max] duration of each fault.
+    pub duration_ms: [u64; 2],
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// SIGSTOP a worker, SIGCONT it after the duration.
+    Pause,
+}
+
+impl FaultKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Pause => "pause",
+        }
+    }
+}
+
+/// Which party a fault hits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// `client-K`: worker K (1-based).
+    Client(u32),
+    /// `holder`: the worker inside its critical section (read done, write not yet sent) when the
+    /// step fires; the step waits for one. This is how a pause lands between check and write.
+    Holder,
+    /// `random-client`: a worker drawn from the seed.
+    RandomClient,
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Client(k) => write!(f, "client-{k}"),
+            Target::Holder => f.write_str("holder"),
+            Target::RandomClient => f.write_str("random-client"),
+        }
+    }
+}
+
+impl std::str::FromStr for Target {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "holder" => return Ok(Target::Holder),
+            "random-client" => return Ok(Target::RandomClient),
+            _ => {}
+        }
+        s.strip_prefix("client-")
+            .and_then(|k| k.parse::<u32>().ok())
+            .filter(|k| *k >= 1)
+            .map(Target::Client)
+            .ok_or_else(|| {
+                format!("unknown target `{s}`, expected `client-K` (K from 1), `holder` or `random-client`")
+            })
+    }
+}
+
+impl Serialize for Target {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+mod defaults {
+    pub fn clients() -> u32 {
+        2
+    }
+    pub fn time_limit_secs() -> u64 {
+        30
+    }
+    pub fn ttl_ms() -> u64 {
+        2000
+    }
+    pub fn acquire_timeout_ms() -> u64 {
+        5000
+    }
+    pub fn retry_ms() -> u64 {
+        50
+    }
+    pub fn key() -> String {
+        "ledger".into()
+    }
+    pub fn work_ms() -> u64 {
+        300
+    }
+    pub fn think_ms() -> u64 {
+        50
+    }
+    pub fn op_timeout_ms() -> u64 {
+        2000
+    }
+    pub fn random_start_ms() -> u64 {
+        3000
+    }
+}
+
+/// A scenario file that could not be used: `file:line: field 'a.b': what is wrong`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{}: {}{message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), field.as_ref().map(|f| format!("field '{f}': ")).unwrap_or_default())]
+pub struct ScenarioError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+/// A loaded scenario with where it came from.
+#[derive(Clone, Debug)]
+pub struct LoadedScenario {
+    pub name: String,
+    pub path: PathBuf,
+    pub text: String,
+    pub scenario: Scenario,
+}
+
+pub fn load_file(path: &Path) -> Result<LoadedScenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: path.to_path_buf(),
+        line: None,
+        field: None,
+        message: format!("cannot read: {e}"),
+    })?;
+    let scenario = parse(&text, path)?;
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(LoadedScenario { name, path: path.to_path_buf(), text, scenario })
+}
+
+pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+    let err = |line: Option<usize>, field: Option<String>, message: String| ScenarioError {
+        file: path.to_path_buf(),
+        line,
+        field,
+        message,
+    };
+    let de = toml::Deserializer::new(text);
+    let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        let line = inner
+            .span()
+            .map(|s| line_of_offset(text, s.start))
+            .or_else(|| line_of_field(text, &field));
+        let field = (field != ".").then_some(field);
+        err(line, field, inner.message().trim().to_string())
+    })?;
+    validate(&scenario).map_err(|(field, message)| err(line_of_field(text, &field), Some(field), message))?;
+    Ok(scenario)
+}
+
+/// Re-checks the rules after command-line overrides (e.g. `--clients` below a fault's target).
+pub fn validate_overrides(s: &Scenario, file: &Path) -> Result<(), ScenarioError> {
+    validate(s).map_err(|(field, message)| ScenarioError {
+        file: file.to_path_buf(),
+        line: None,
+        field: Some(field),
+        message: format!("{message} (after command-line overrides)"),
+    })
+}
+
+/// Checks that serde cannot express: ranges and cross-field rules.
+fn validate(s: &Scenario) -> Result<(), (String, String)> {
+    let fail = |field: &str, msg: String| Err((field.to_string(), msg));
+    if s.clients == 0 {
+        return fail("clients", "must be at least 1".into());
+    }
+    if s.time_limit_secs == 0 {
+        return fail("time_limit_secs", "must be at least 1".into());
+    }
+    if s.lock.ttl_ms == 0 {
+        return fail("lock.ttl_ms", "must be at least 1".into());
+    }
+    if s.workload.key.is_empty() {
+        return fail("workload.key", "must not be empty".into());
+    }
+    let check_target = |field: String, t: &Target| match t {
+        Target::Client(k) if *k > s.clients => {
+            Err((field, format!("target client-{k} but the scenario has {} clients", s.clients)))
+        }
+        _ => Ok(()),
+    };
+    let limit_ms = s.time_limit_secs * 1000;
+    for (i, step) in s.nemesis.timeline.iter().enumerate() {
+        check_target(format!("nemesis.timeline[{i}].target"), &step.target)?;
+        if step.at_ms >= limit_ms {
+            return fail(
+                &format!("nemesis.timeline[{i}].at_ms"),
+                format!("{} is not before the time limit ({limit_ms} ms)", step.at_ms),
+            );
+        }
+    }
+    if let Some(r) = &s.nemesis.random {
+        check_target("nemesis.random.target".into(), &r.target)?;
+        if r.faults.is_empty() {
+            return fail("nemesis.random.faults", "must name at least one fault".into());
+        }
+        for (field, [lo, hi]) in [("interval_ms", r.interval_ms), ("duration_ms", r.duration_ms)] {
+            if lo > hi {
+                return fail(&format!("nemesis.random.{field}"), format!("min {lo} is above max {hi}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line where a dotted field path (`nemesis.timeline[0].target`) is written, if it is.
+/// Falls back to the nearest enclosing table that exists (a missing field is reported at its table).
+fn line_of_field(text: &str, field: &str) -> Option<usize> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let mut item: &toml_edit::Item = doc.as_item();
+    let mut best = None;
+    for seg in field.split('.').filter(|s| !s.is_empty()) {
+        let (name, index) = match seg.split_once('[') {
+            Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (seg, None),
+        };
+        let Some(next) = item.get(name) else { break };
+        item = next;
+        if let Some(i) = index {
+            let Some(next) = item.get(i) else { break };
+            item = next;
+        }
+        best = item.span().or_else(|| item.as_table_like().and_then(|_| None)).or(best);
+    }
+    best.map(|s| line_of_offset(text, s.start))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,92 @@
+//! Scenario parser errors: each bad file must yield one line naming file, line and field.
+
+use super::*;
+
+const GOOD: &str = r#"
+description = "d"
+expect = "violation"
+backend = "redis-single"
+clients = 2
+
+[workload]
+work_ms = 100
+
+[[nemesis.timeline]]
+at_ms = 1000
+fault = "pause"
+target = "client-2"
+duration_ms = 500
+"#;
+
+#[test]
+fn good_file_parses_with_defaults() {
+    let s = parse(GOOD, Path::new("x.toml")).unwrap();
+    assert_eq!(s.expect, Expectation::Violation);
+    assert_eq!(s.workload.work_ms, 100);
+    assert_eq!(s.workload.key, "ledger");
+    assert_eq!(s.lock.ttl_ms, 2000);
+    assert_eq!(s.nemesis.timeline[0].target, Target::Client(2));
+}
+
+/// (what is wrong, file text, expected complete error line)
+const BAD: &[(&str, &str, &str)] = &[
+    (
+        "typo in a field name",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[workload]\nwrok_ms = 5\n",
+        "f.toml:5: field 'workload.wrok_ms': unknown field `wrok_ms`, expected one of `key`, `work_ms`, `think_ms`, `op_timeout_ms`",
+    ),
+    (
+        "wrong type",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\nclients = \"two\"\n",
+        "f.toml:4: field 'clients': invalid type: string \"two\", expected u32",
+    ),
+    (
+        "missing required field",
+        "description = \"d\"\nbackend = \"redis-single\"\n",
+        "f.toml:1: missing field `expect`",
+    ),
+    (
+        "unknown backend",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"zookeeper\"\n",
+        "f.toml:3: field 'backend': unknown variant `zookeeper`, expected `redis-single`",
+    ),
+    (
+        "bad expectation",
+        "description = \"d\"\nexpect = \"maybe\"\nbackend = \"redis-single\"\n",
+        "f.toml:2: field 'expect': unknown variant `maybe`, expected `violation` or `safe`",
+    ),
+    (
+        "target beyond the clients",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"client-3\"\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': target client-3 but the scenario has 2 clients",
+    ),
+    (
+        "malformed target",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"node\"\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K` (K from 1), `holder` or `random-client`",
+    ),
+    (
+        "fault after the time limit",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\ntime_limit_secs = 5\n[[nemesis.timeline]]\nat_ms = 9000\nfault = \"pause\"\ntarget = \"holder\"\nduration_ms = 1\n",
+        "f.toml:6: field 'nemesis.timeline[0].at_ms': 9000 is not before the time limit (5000 ms)",
+    ),
+    (
+        "inverted random range",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[nemesis.random]\nfaults = [\"pause\"]\ntarget = \"random-client\"\ninterval_ms = [10, 5]\nduration_ms = [1, 2]\n",
+        "f.toml:7: field 'nemesis.random.interval_ms': min 10 is above max 5",
+    ),
+    (
+        "not TOML at all",
+        "description = \"d\nexpect = 1\n",
+        "f.toml:1: ",
+    ),
+];
+
+#[test]
+fn bad_files_give_one_line_naming_file_line_and_field() {
+    for (what, text, want) in BAD {
+        let err = parse(text, Path::new("f.toml")).expect_err(what).to_string();
+        assert!(!err.contains('\n'), "{what}: error spans several lines: {err:?}");
+        assert!(err.starts_with(want), "{what}:\n  got  {err}\n  want {want}");
+    }
+}

@@ -1,0 +1,39 @@
+//! Finding scenarios: by path, or by name in ./scenarios (else the source tree's scenarios/).
+
+use crate::scenario::{self, LoadedScenario, ScenarioError};
+use anyhow::bail;
+use std::path::{Path, PathBuf};
+
+/// The scenario folder: ./scenarios when it exists, else the one next to this crate's source.
+pub fn default_dir() -> PathBuf {
+    let local = PathBuf::from("scenarios");
+    if local.is_dir() {
+        return local;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("scenarios")
+}
+
+pub fn resolve(name_or_path: &str) -> anyhow::Result<LoadedScenario> {
+    let path = Path::new(name_or_path);
+    if path.extension().is_some_and(|e| e == "toml") || path.components().count() > 1 {
+        return Ok(scenario::load_file(path)?);
+    }
+    let file = default_dir().join(format!("{name_or_path}.toml"));
+    if !file.exists() {
+        let known: Vec<String> = list(None)?.into_iter().filter_map(|s| s.ok().map(|s| s.name)).collect();
+        bail!("no scenario named `{name_or_path}` in {} (known: {})", default_dir().display(), known.join(", "));
+    }
+    Ok(scenario::load_file(&file)?)
+}
+
+/// Every scenario in the folder, sorted by name; a broken file is listed as its error.
+pub fn list(dir: Option<&Path>) -> anyhow::Result<Vec<Result<LoadedScenario, ScenarioError>>> {
+    let dir = dir.map(Path::to_path_buf).unwrap_or_else(default_dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| anyhow::anyhow!("cannot read scenario folder {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    Ok(files.iter().map(|f| scenario::load_file(f)).collect())
+}

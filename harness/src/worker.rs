@@ -1,0 +1,157 @@
+//! `lockchaos worker`: one lock client, PID 1 of its own container.
+//!
+//! Loop: acquire → read the resource → hold (work) → write value+1 with the token → release →
+//! think. Every step is an invoke event followed by ok / fail / info, appended and flushed at
+//! once, so a worker frozen or killed mid-round leaves everything it completed.
+
+use crate::clock::RunClock;
+use crate::event_log::EventLog;
+use crate::lock_backends::{self, ClientConfig, Grant, LockError};
+use crate::resource::client::{CallError, ResourceClient};
+use crate::resource::protocol::Request;
+use crate::scenario::{LockParams, Workload};
+use checker::{Event, EventType, Process};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything a worker needs, written by the controller as JSON into the run folder.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct WorkerConfig {
+    /// History process number (client-K has process K).
+    pub process: u64,
+    pub t0_ns: u64,
+    /// Run time (ns) after which no new round starts; the round in progress finishes.
+    pub stop_at: u64,
+    pub backend: ClientConfig,
+    pub lock: LockParams,
+    pub workload: Workload,
+    pub resource: SocketAddr,
+    pub events: PathBuf,
+}
+
+struct Recorder {
+    log: EventLog,
+    clock: RunClock,
+    process: u64,
+    key: String,
+}
+
+impl Recorder {
+    fn record(&mut self, kind: EventType, f: &str, fill: impl FnOnce(&mut Event)) -> anyhow::Result<()> {
+        let mut ev = Event::new(self.clock.now(), Process::Client(self.process), kind, f);
+        ev.key = Some(self.key.clone());
+        fill(&mut ev);
+        self.log.append(ev)?;
+        Ok(())
+    }
+}
+
+pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
+    let clock = RunClock { t0_ns: config.t0_ns };
+    let mut rec = Recorder {
+        log: EventLog::create(&config.events)?,
+        clock,
+        process: config.process,
+        key: config.workload.key.clone(),
+    };
+    let op_timeout = Duration::from_millis(config.workload.op_timeout_ms);
+    let mut lock = lock_backends::connect_client(&config.backend, &config.lock, op_timeout).await?;
+    let mut resource = ResourceClient::new(config.resource, op_timeout);
+    let key = config.workload.key.clone();
+    let acquire_timeout = Duration::from_millis(config.lock.acquire_timeout_ms);
+
+    while clock.now() < config.stop_at {
+        rec.record(EventType::Invoke, "acquire", |_| {})?;
+        let grant = match lock.acquire(&key, acquire_timeout).await {
+            Ok(grant) => {
+                rec.record(EventType::Ok, "acquire", |e| {
+                    e.token = grant.token;
+                    e.validity_ms = Some(grant.validity.as_millis() as u64);
+                })?;
+                grant
+            }
+            Err(err) => {
+                rec.record(lock_error_type(&err), "acquire", |e| e.error = Some(err.to_string()))?;
+                think(&config).await;
+                continue;
+            }
+        };
+        critical_section(&mut rec, &mut resource, &grant, &config).await?;
+        rec.record(EventType::Invoke, "release", |e| e.token = grant.token)?;
+        match lock.release(&key, &grant).await {
+            Ok(()) => rec.record(EventType::Ok, "release", |e| e.token = grant.token)?,
+            Err(err) => rec.record(lock_error_type(&err), "release", |e| {
+                e.token = grant.token;
+                e.error = Some(err.to_string());
+            })?,
+        }
+        think(&config).await;
+    }
+    Ok(())
+}
+
+/// Read the counter, hold for the work time, write value+1 with the grant's token.
+async fn critical_section(
+    rec: &mut Recorder,
+    resource: &mut ResourceClient,
+    grant: &Grant,
+    config: &WorkerConfig,
+) -> anyhow::Result<()> {
+    let key = config.workload.key.clone();
+    rec.record(EventType::Invoke, "read", |e| e.token = grant.token)?;
+    let read = Request::Read { key: key.clone(), client: config.process, token: grant.token };
+    let value = match resource.call(&read).await {
+        Ok(resp) if resp.ok => {
+            let v = resp.value.unwrap_or(0);
+            rec.record(EventType::Ok, "read", |e| {
+                e.token = grant.token;
+                e.value = v.into();
+            })?;
+            v
+        }
+        Ok(resp) => {
+            rec.record(EventType::Fail, "read", |e| e.error = resp.error)?;
+            return Ok(());
+        }
+        Err(err) => {
+            rec.record(call_error_type(&err), "read", |e| e.error = Some(err.to_string()))?;
+            return Ok(());
+        }
+    };
+    tokio::time::sleep(Duration::from_millis(config.workload.work_ms)).await;
+    let new_value = value + 1;
+    rec.record(EventType::Invoke, "write", |e| {
+        e.token = grant.token;
+        e.value = new_value.into();
+    })?;
+    let write = Request::Write { key, client: config.process, token: grant.token, value: new_value };
+    let (kind, error) = match resource.call(&write).await {
+        Ok(resp) if resp.ok => (EventType::Ok, None),
+        Ok(resp) => (EventType::Fail, resp.error),
+        Err(err) => (call_error_type(&err), Some(err.to_string())),
+    };
+    rec.record(kind, "write", |e| {
+        e.token = grant.token;
+        e.value = new_value.into();
+        e.error = error;
+    })
+}
+
+async fn think(config: &WorkerConfig) {
+    tokio::time::sleep(Duration::from_millis(config.workload.think_ms)).await;
+}
+
+fn lock_error_type(err: &LockError) -> EventType {
+    match err {
+        LockError::Refused(_) => EventType::Fail,
+        LockError::Unknown(_) => EventType::Info,
+    }
+}
+
+fn call_error_type(err: &CallError) -> EventType {
+    match err {
+        CallError::Timeout(_) | CallError::Io(_) => EventType::Info,
+    }
+}

@@ -1,0 +1,228 @@
+//! The per-run HTML report (report.html): one self-contained page (inline CSS and SVG, no
+//! scripts, no external assets) so it can be mailed, archived and opened offline.
+//!
+//! Plain first version. Each section is a small function returning its HTML, and [`render`]
+//! only concatenates them, so a richer report can add, replace or reorder sections.
+//! Every string that comes from a run (scenario text, errors, keys, values) goes through
+//! [`esc`]: histories and error messages are untrusted.
+
+mod timeline;
+mod timeline_svg;
+mod violations;
+
+use crate::run_results::RunResults;
+use checker::{CheckResults, Event, Verdict};
+
+const CSS: &str = include_str!("run_report/report.css");
+
+/// Renders report.html for one run from its results.json and its history (in history order).
+pub fn render(results: &RunResults, history: &[Event]) -> String {
+    let sections = [
+        header(results),
+        properties(&results.properties),
+        violations::section(&results.properties, history),
+        timeline_section(results, history),
+        workers(results),
+        warnings(results),
+        footer(),
+    ];
+    let mut page = head(results);
+    page.push_str("<body>\n<main>\n");
+    for s in &sections {
+        page.push_str(s);
+    }
+    page.push_str("</main>\n</body>\n</html>\n");
+    page
+}
+
+/// Escapes text for element content and double-quoted attributes alike.
+pub(crate) fn esc(s: &str) -> String {
+    html_escape::encode_double_quoted_attribute(s).into_owned()
+}
+
+/// Run time in seconds with millisecond precision, from nanoseconds ("12.345").
+pub(crate) fn secs(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1_000_000_000, (ns / 1_000_000) % 1000)
+}
+
+/// CSS class of a property verdict: the same three colours everywhere on the page.
+pub(crate) fn verdict_class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Valid => "good",
+        Verdict::Invalid => "bad",
+        Verdict::Unknown => "unknown",
+    }
+}
+
+fn head(r: &RunResults) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>lockchaos: {} ({})</title>\n<style>\n{CSS}</style>\n</head>\n",
+        esc(&r.scenario),
+        esc(&r.outcome),
+    )
+}
+
+fn header(r: &RunResults) -> String {
+    // Grey when the checker could not decide: "unknown" is neither a pass nor a failure.
+    let (class, relation) = if r.outcome == "unknown" {
+        ("unknown", "the run could not settle it")
+    } else if r.matches_expectation {
+        ("good", "as expected")
+    } else {
+        ("bad", "NOT as expected")
+    };
+    let interrupted = if r.interrupted {
+        "<span class=\"bad\">yes: stopped before its time limit</span>"
+    } else {
+        "no"
+    };
+    let facts = [
+        ("run", esc(&r.run_id)),
+        ("seed", r.seed.to_string()),
+        ("backend", esc(&r.backend)),
+        ("clients", r.clients.to_string()),
+        ("time limit", format!("{} s", r.time_limit_secs)),
+        ("started", esc(&r.started_at)),
+        ("duration", format!("{:.1} s", r.duration_secs)),
+        ("interrupted", interrupted.to_string()),
+    ];
+    let mut dl = String::new();
+    for (k, v) in facts {
+        dl.push_str(&format!("<dt>{k}</dt><dd>{v}</dd>"));
+    }
+    format!(
+        "<header>\n<h1>{}</h1>\n<p class=\"description\">{}</p>\n\
+         <div class=\"verdict {class}\"><div class=\"outcome\">{}</div>\
+         <div class=\"expectation\">expected: {} &mdash; {relation}</div></div>\n\
+         <dl class=\"facts\">{dl}</dl>\n</header>\n",
+        esc(&r.scenario),
+        esc(&r.description),
+        esc(&r.outcome),
+        esc(&r.expect),
+    )
+}
+
+fn properties(c: &CheckResults) -> String {
+    let mut rows = String::new();
+    for (name, verdict) in c.verdicts() {
+        rows.push_str(&format!(
+            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>\n",
+            esc(name),
+            verdict_class(verdict),
+            verdict,
+            property_details(name, c),
+        ));
+    }
+    format!(
+        "<section id=\"properties\">\n<h2>Properties</h2>\n<table>\n\
+         <tr><th>property</th><th>verdict</th><th>details</th></tr>\n{rows}</table>\n</section>\n"
+    )
+}
+
+/// Counts of one property, by the name [`CheckResults::verdicts`] gives it.
+/// A new property adds an arm here.
+fn property_details(name: &str, c: &CheckResults) -> String {
+    match name {
+        "resource_safety" => resource_safety_details(&c.resource_safety),
+        _ => String::new(),
+    }
+}
+
+fn resource_safety_details(rs: &checker::ResourceSafety) -> String {
+    // Violation counts are red only when non-zero, so a clean run reads calmly.
+    let flag = |n: u64| if n > 0 { " class=\"bad\"" } else { "" };
+    let finals: Vec<String> = rs
+        .final_values
+        .iter()
+        .map(|(k, v)| format!("{} = {v}", esc(k)))
+        .collect();
+    let finals = if finals.is_empty() {
+        "none".to_string()
+    } else {
+        finals.join(", ")
+    };
+    let mut out = format!(
+        "<ul class=\"counts\">\
+         <li>accepted writes: {}</li>\
+         <li>rejected writes (stale writes rejected): {}</li>\
+         <li{}>lost updates: {}</li>\
+         <li{}>interleaved sections: {}</li>\
+         <li>interleavings stopped by fencing: {}</li>\
+         <li>acknowledged increments: {}</li>\
+         <li>final values: {finals}</li></ul>",
+        rs.accepted_writes,
+        rs.rejected_writes,
+        flag(rs.lost_updates),
+        rs.lost_updates,
+        flag(rs.interleaved_sections),
+        rs.interleaved_sections,
+        rs.fenced_interleavings,
+        rs.acknowledged_increments,
+    );
+    if !rs.notes.is_empty() {
+        out.push_str("<p>Records the checker could not interpret:</p><ul class=\"notes\">");
+        for n in &rs.notes {
+            out.push_str(&format!("<li>{}</li>", esc(n)));
+        }
+        out.push_str("</ul>");
+    }
+    out
+}
+
+fn timeline_section(r: &RunResults, history: &[Event]) -> String {
+    let body = if history.is_empty() {
+        "<p>No events were recorded: nothing to draw.</p>\n".to_string()
+    } else {
+        let model = timeline::Timeline::from_history(history, r.workers.iter().map(|w| w.process));
+        timeline_svg::render(&model)
+    };
+    format!("<section id=\"timeline\">\n<h2>Timeline</h2>\n{body}</section>\n")
+}
+
+fn workers(r: &RunResults) -> String {
+    if r.workers.is_empty() {
+        return "<section id=\"workers\">\n<h2>Workers</h2>\n<p>No workers recorded.</p>\n</section>\n"
+            .to_string();
+    }
+    let mut rows = String::new();
+    for w in &r.workers {
+        let class = if w.status == "finished" { "" } else { " class=\"bad\"" };
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "&ndash;".to_string());
+        rows.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&w.name),
+            w.process,
+            esc(&w.status),
+            opt(w.exit_code.map(|c| c.to_string())),
+            opt(w.died_at_ms.map(|ms| ms.to_string())),
+        ));
+    }
+    format!(
+        "<section id=\"workers\">\n<h2>Workers</h2>\n<table>\n<tr><th>worker</th><th>process</th>\
+         <th>status</th><th>exit code</th><th>died at (ms)</th></tr>\n{rows}</table>\n</section>\n"
+    )
+}
+
+fn warnings(r: &RunResults) -> String {
+    let body = if r.warnings.is_empty() {
+        "<p>None.</p>\n".to_string()
+    } else {
+        let items: String = r
+            .warnings
+            .iter()
+            .map(|w| format!("<li>{}</li>\n", esc(w)))
+            .collect();
+        format!("<ul class=\"warnings\">\n{items}</ul>\n")
+    };
+    format!("<section id=\"warnings\">\n<h2>Warnings</h2>\n{body}</section>\n")
+}
+
+/// Relative links: the report sits in the run folder next to these files.
+fn footer() -> String {
+    let links = ["history.jsonl", "results.json", "scenario.toml", "logs/"]
+        .map(|f| format!("<a href=\"{f}\">{f}</a>"))
+        .join(" &middot; ");
+    format!("<footer>Run files: {links}</footer>\n")
+}
