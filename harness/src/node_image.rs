@@ -79,11 +79,12 @@ pub async fn ensure_image(
     progress: &indicatif::ProgressBar,
 ) -> Result<EnsureOutcome> {
     let want = inputs_hash();
-    if !force && image_label(docker, IMAGE).await?.as_deref() == Some(want.as_str()) {
+    let old = inspect(docker, IMAGE).await?;
+    if !force && old.as_ref().and_then(|(_, label)| label.as_deref()) == Some(want.as_str()) {
         return Ok(EnsureOutcome::AlreadyPresent);
     }
     let method = match method {
-        BuildMethod::Auto if image_exists(docker, BASE_IMAGE).await? => BuildMethod::Dockerfile,
+        BuildMethod::Auto if inspect(docker, BASE_IMAGE).await?.is_some() => BuildMethod::Dockerfile,
         BuildMethod::Auto => BuildMethod::Offline,
         m => m,
     };
@@ -100,26 +101,29 @@ pub async fn ensure_image(
         bail!("building {IMAGE} with {how} failed: {e:#} (full log: {})", log_path.display());
     }
     // The label is what makes the next call a no-op: check it really landed.
-    let got = image_label(docker, IMAGE).await?;
-    if got.as_deref() != Some(want.as_str()) {
+    let new = inspect(docker, IMAGE).await?;
+    let got = new.as_ref().and_then(|(_, label)| label.as_deref());
+    if got != Some(want.as_str()) {
         bail!("built {IMAGE} but its {INPUTS_LABEL} label is {got:?}, expected {want} (full log: {})", log_path.display());
+    }
+    // The replaced image is now untagged: remove it rather than leave ~300 MB dangling
+    // (fails harmlessly if a container still uses it).
+    if let (Some((old_id, _)), Some((new_id, _))) = (&old, &new) {
+        if old_id != new_id {
+            let _ = docker.remove_image(old_id, None::<bollard::query_parameters::RemoveImageOptions>, None).await;
+        }
     }
     Ok(EnsureOutcome::Built { secs: start.elapsed().as_secs_f64() })
 }
 
-/// Label value of `image`, `None` if the image or the label is missing.
-async fn image_label(docker: &bollard::Docker, image: &str) -> Result<Option<String>> {
+/// `(id, inputs label)` of `image`, `None` if there is no such image.
+async fn inspect(docker: &bollard::Docker, image: &str) -> Result<Option<(String, Option<String>)>> {
     match docker.inspect_image(image).await {
-        Ok(i) => Ok(i.config.and_then(|c| c.labels).and_then(|mut l| l.remove(INPUTS_LABEL))),
+        Ok(i) => {
+            let label = i.config.and_then(|c| c.labels).and_then(|mut l| l.remove(INPUTS_LABEL));
+            Ok(Some((i.id.unwrap_or_default(), label)))
+        }
         Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(None),
-        Err(e) => Err(anyhow!(e).context(format!("inspecting image {image}"))),
-    }
-}
-
-async fn image_exists(docker: &bollard::Docker, image: &str) -> Result<bool> {
-    match docker.inspect_image(image).await {
-        Ok(_) => Ok(true),
-        Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(false),
         Err(e) => Err(anyhow!(e).context(format!("inspecting image {image}"))),
     }
 }
@@ -172,16 +176,19 @@ async fn build_offline(progress: &indicatif::ProgressBar, log: &mut std::fs::Fil
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     forward_lines(child.stdout.take().expect("piped"), tx.clone());
     forward_lines(child.stderr.take().expect("piped"), tx);
-    let mut last = String::new();
+    // For the error: the script's own one-line diagnosis if it gave one, else the last line.
+    let (mut last, mut diagnosis) = (String::new(), None);
     while let Some(line) = rx.recv().await {
         note(progress, log, &line);
-        if !line.trim().is_empty() {
+        if let Some(msg) = line.strip_prefix("build-offline.sh: ") {
+            diagnosis = Some(msg.to_string());
+        } else if !line.trim().is_empty() {
             last = line;
         }
     }
     let status = child.wait().await?;
     if !status.success() {
-        bail!("{status}: {}", last.trim());
+        bail!("{}", diagnosis.unwrap_or_else(|| format!("{status}: {}", last.trim())));
     }
     Ok(())
 }

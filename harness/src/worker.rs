@@ -6,7 +6,7 @@
 
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
-use crate::lock_backends::{self, ClientConfig, Grant, LockError};
+use crate::lock_backends::{self, ClientConfig, Grant, LockClient, LockError};
 use crate::resource::client::{CallError, ResourceClient};
 use crate::resource::protocol::Request;
 use crate::scenario::{LockParams, Workload};
@@ -49,6 +49,18 @@ impl Recorder {
 }
 
 pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
+    let op_timeout = Duration::from_millis(config.workload.op_timeout_ms);
+    let lock = lock_backends::connect_client(&config.backend, &config.lock, op_timeout).await?;
+    let resource = ResourceClient::new(config.resource, op_timeout);
+    run_with(&config, lock, resource).await
+}
+
+/// The loop itself, over an already connected lock client and resource client.
+pub async fn run_with(
+    config: &WorkerConfig,
+    mut lock: Box<dyn LockClient>,
+    mut resource: ResourceClient,
+) -> anyhow::Result<()> {
     let clock = RunClock { t0_ns: config.t0_ns };
     let mut rec = Recorder {
         log: EventLog::create(&config.events)?,
@@ -56,9 +68,6 @@ pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
         process: config.process,
         key: config.workload.key.clone(),
     };
-    let op_timeout = Duration::from_millis(config.workload.op_timeout_ms);
-    let mut lock = lock_backends::connect_client(&config.backend, &config.lock, op_timeout).await?;
-    let mut resource = ResourceClient::new(config.resource, op_timeout);
     let key = config.workload.key.clone();
     let acquire_timeout = Duration::from_millis(config.lock.acquire_timeout_ms);
 
@@ -74,11 +83,11 @@ pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
             }
             Err(err) => {
                 rec.record(lock_error_type(&err), "acquire", |e| e.error = Some(err.to_string()))?;
-                think(&config).await;
+                think(config).await;
                 continue;
             }
         };
-        critical_section(&mut rec, &mut resource, &grant, &config).await?;
+        critical_section(&mut rec, &mut resource, &grant, config).await?;
         rec.record(EventType::Invoke, "release", |e| e.token = grant.token)?;
         match lock.release(&key, &grant).await {
             Ok(()) => rec.record(EventType::Ok, "release", |e| e.token = grant.token)?,
@@ -87,7 +96,7 @@ pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
                 e.error = Some(err.to_string());
             })?,
         }
-        think(&config).await;
+        think(config).await;
     }
     Ok(())
 }
@@ -155,3 +164,6 @@ fn call_error_type(err: &CallError) -> EventType {
         CallError::Timeout(_) | CallError::Io(_) => EventType::Info,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,5 +1,6 @@
 //! Human-readable evidence for lockchaos runs.
 
+pub mod run_report;
 pub mod run_results;
 
 pub use run_results::{RunResults, WorkerStatus};

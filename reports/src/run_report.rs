@@ -188,7 +188,11 @@ fn workers(r: &RunResults) -> String {
     }
     let mut rows = String::new();
     for w in &r.workers {
-        let class = if w.status == "finished" { "" } else { " class=\"bad\"" };
+        let class = if w.status == "finished" {
+            ""
+        } else {
+            " class=\"bad\""
+        };
         let opt = |v: Option<String>| v.unwrap_or_else(|| "&ndash;".to_string());
         rows.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td><td>{}</td></tr>\n",

@@ -19,9 +19,13 @@ struct State {
 }
 
 pub async fn serve(listen: SocketAddr, mode: ResourceMode, log_path: &Path, clock: RunClock) -> anyhow::Result<()> {
-    let state = Arc::new(Mutex::new(State { ledger: Ledger::new(mode), log: EventLog::create(log_path)?, clock }));
     let listener = TcpListener::bind(listen).await?;
     tracing::info!(%listen, ?mode, "resource listening");
+    serve_on(listener, mode, log_path, clock).await
+}
+
+pub async fn serve_on(listener: TcpListener, mode: ResourceMode, log_path: &Path, clock: RunClock) -> anyhow::Result<()> {
+    let state = Arc::new(Mutex::new(State { ledger: Ledger::new(mode), log: EventLog::create(log_path)?, clock }));
     loop {
         let (stream, peer) = listener.accept().await?;
         let state = state.clone();

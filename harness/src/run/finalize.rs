@@ -87,7 +87,7 @@ pub fn check_and_report(
         properties: check,
     };
     std::fs::write(ctx.dir.file("results.json"), serde_json::to_vec_pretty(&results)?)?;
-    std::fs::write(ctx.dir.file("report.html"), String::new() /*TMP*/)?;
+    std::fs::write(ctx.dir.file("report.html"), reports::run_report::render(&results, &events))?;
     ctx.dir.point_latest()?;
     Ok(results)
 }

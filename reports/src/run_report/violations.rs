@@ -84,7 +84,9 @@ fn interleaving(ev: &Interleaving, events: &HashMap<u64, &Event>) -> String {
     for w in &ev.other_writes {
         rows.push_str(&event_row("other write", w.index, events));
     }
-    let unlisted = ev.other_writes_total.saturating_sub(ev.other_writes.len() as u64);
+    let unlisted = ev
+        .other_writes_total
+        .saturating_sub(ev.other_writes.len() as u64);
     if unlisted > 0 {
         rows.push_str(&format!(
             "<tr><td colspan=\"11\">&hellip; and {unlisted} more accepted write(s) by other clients</td></tr>\n"

@@ -1,0 +1,124 @@
+//! The worker's history lines, against a real resource server on loopback. The lock is the
+//! worker's neighbour here, so a scripted stand-in plays it.
+
+use super::*;
+use crate::resource::server::serve_on;
+use crate::scenario::ResourceMode;
+use checker::Event;
+use std::collections::VecDeque;
+
+/// Answers acquire and release from a script, then grants everything.
+struct ScriptedLock {
+    acquires: VecDeque<Result<Grant, LockError>>,
+    releases: VecDeque<Result<(), LockError>>,
+}
+
+#[async_trait::async_trait]
+impl LockClient for ScriptedLock {
+    async fn acquire(&mut self, _key: &str, _timeout: Duration) -> Result<Grant, LockError> {
+        self.acquires.pop_front().unwrap_or_else(|| Ok(grant(Some(9))))
+    }
+    async fn release(&mut self, _key: &str, _grant: &Grant) -> Result<(), LockError> {
+        self.releases.pop_front().unwrap_or(Ok(()))
+    }
+}
+
+fn grant(token: Option<u64>) -> Grant {
+    Grant { token, validity: Duration::from_millis(1500), secret: "s".into() }
+}
+
+fn config(dir: &std::path::Path, resource: SocketAddr, run_ms: u64) -> WorkerConfig {
+    let t0_ns = crate::clock::monotonic_ns();
+    WorkerConfig {
+        process: 3,
+        t0_ns,
+        stop_at: run_ms * 1_000_000,
+        backend: ClientConfig::RedisSingle { addr: "unused:0".into() },
+        lock: LockParams { ttl_ms: 1500, acquire_timeout_ms: 100, retry_ms: 10 },
+        workload: Workload { key: "ledger".into(), work_ms: 5, think_ms: 5, op_timeout_ms: 500 },
+        resource,
+        events: dir.join("client-3.jsonl"),
+    }
+}
+
+async fn start_resource(dir: &std::path::Path) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let log = dir.join("resource.jsonl");
+    let clock = crate::clock::RunClock::start_now();
+    tokio::spawn(async move { serve_on(listener, ResourceMode::Unfenced, &log, clock).await });
+    addr
+}
+
+fn events(path: &std::path::Path) -> Vec<Event> {
+    checker::read_history_file(path).unwrap().events
+}
+
+/// (type, f) of each line, for comparing with the expected shape of a round.
+fn shape(events: &[Event]) -> Vec<String> {
+    events.iter().map(|e| format!("{:?} {}", e.kind, e.f).to_lowercase()).collect()
+}
+
+#[tokio::test]
+async fn a_round_is_acquire_read_write_release_with_values_tokens_and_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start_resource(dir.path()).await;
+    let cfg = config(dir.path(), addr, 150);
+    let lock = Box::new(ScriptedLock { acquires: VecDeque::new(), releases: VecDeque::new() });
+    run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
+    let evs = events(&cfg.events);
+    assert!(evs.len() >= 16, "at least two rounds in 150 ms: {}", evs.len());
+    let round = ["invoke acquire", "ok acquire", "invoke read", "ok read", "invoke write", "ok write", "invoke release", "ok release"];
+    for (i, chunk) in shape(&evs).chunks(8).filter(|c| c.len() == 8).enumerate() {
+        assert_eq!(chunk, round, "round {i}");
+    }
+    for (i, e) in evs.iter().enumerate() {
+        assert_eq!(e.index, i as u64, "indices count up from 0");
+        assert_eq!(e.process, Process::Client(3));
+        assert_eq!(e.key.as_deref(), Some("ledger"));
+    }
+    assert!(evs.windows(2).all(|w| w[0].time <= w[1].time), "times never go back");
+    assert_eq!(evs[1].token, Some(9));
+    assert_eq!(evs[1].validity_ms, Some(1500));
+    // Round n reads n-1 and writes n: the worker is alone on the counter.
+    let reads: Vec<_> = evs.iter().filter(|e| e.f == "read" && e.kind == EventType::Ok).map(|e| e.value.clone()).collect();
+    let writes: Vec<_> = evs.iter().filter(|e| e.f == "write" && e.kind == EventType::Ok).map(|e| e.value.clone()).collect();
+    for (i, (r, w)) in reads.iter().zip(&writes).enumerate() {
+        assert_eq!((r.as_i64(), w.as_i64()), (Some(i as i64), Some(i as i64 + 1)));
+    }
+    assert!(evs.iter().filter(|e| e.f == "write").all(|e| e.token == Some(9)));
+}
+
+#[tokio::test]
+async fn refusals_are_fail_and_unknown_outcomes_are_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start_resource(dir.path()).await;
+    let cfg = config(dir.path(), addr, 100);
+    let lock = Box::new(ScriptedLock {
+        acquires: VecDeque::from([Err(LockError::Refused("taken".into())), Ok(grant(None))]),
+        releases: VecDeque::from([Err(LockError::Unknown("timed out".into()))]),
+    });
+    run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
+    let evs = events(&cfg.events);
+    let first_two_rounds: Vec<_> = shape(&evs).into_iter().take(10).collect();
+    assert_eq!(
+        first_two_rounds,
+        ["invoke acquire", "fail acquire", "invoke acquire", "ok acquire", "invoke read", "ok read", "invoke write", "ok write", "invoke release", "info release"]
+    );
+    assert_eq!(evs[1].error.as_deref(), Some("taken"));
+    assert_eq!(evs[9].error.as_deref(), Some("timed out"));
+    assert!(evs[2..10].iter().all(|e| e.token.is_none()), "a grant without a token records none");
+}
+
+#[tokio::test]
+async fn an_unreachable_resource_makes_the_read_info_and_skips_the_write() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on: bind, note it, drop the listener.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let cfg = config(dir.path(), addr, 1);
+    let lock = Box::new(ScriptedLock { acquires: VecDeque::new(), releases: VecDeque::new() });
+    run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(200))).await.unwrap();
+    let evs = events(&cfg.events);
+    assert_eq!(shape(&evs), ["invoke acquire", "ok acquire", "invoke read", "info read", "invoke release", "ok release"]);
+    assert!(evs[3].error.is_some());
+}

@@ -1,0 +1,364 @@
+//! Draws a [`Timeline`] as inline SVG: one lane per client, holds as bars (red when two
+//! clients believed they held the lock at once), the resource's write decisions as ticks,
+//! faults as labelled bands across all lanes, seconds along the bottom.
+//!
+//! Size is bounded whatever the history's length: holds closer than a pixel merge into one
+//! bar, writes are drawn as one path per lane and kind with one tick per pixel column, and a
+//! hard cap on bars and bands stops the rest (the page says how many were left out).
+
+use super::timeline::{FaultBand, Hold, Timeline};
+use super::{esc, secs};
+use std::collections::BTreeSet;
+
+const LEFT: f64 = 90.0;
+const PLOT_W: f64 = 1000.0;
+const RIGHT: f64 = 20.0;
+const LABEL_ROW_H: f64 = 14.0;
+const MAX_LABEL_ROWS: usize = 4;
+const LANE_H: f64 = 22.0;
+const BAR_Y: f64 = 5.0;
+const BAR_H: f64 = 12.0;
+const AXIS_H: f64 = 30.0;
+/// Bars carry a tooltip each (~120 bytes): 10k keeps the page near 1 MB.
+const MAX_BARS: usize = 10_000;
+const MAX_FAULTS: usize = 500;
+
+/// Horizontal scale: run time (ns) → x.
+struct Scale {
+    end: u64,
+}
+
+impl Scale {
+    fn x(&self, t: u64) -> f64 {
+        LEFT + PLOT_W * (t as f64 / self.end as f64)
+    }
+}
+
+/// The SVG plus its legend and notes, ready to put in the page.
+pub(super) fn render(t: &Timeline) -> String {
+    let scale = Scale { end: t.end };
+    let label_rows = label_rows(&t.faults[..t.faults.len().min(MAX_FAULTS)], &scale);
+    let rows_used = label_rows.iter().max().map_or(0, |r| r + 1);
+    let lanes_top = 6.0 + rows_used as f64 * LABEL_ROW_H;
+    let lanes_h = t.lanes.len().max(1) as f64 * LANE_H;
+    let height = lanes_top + lanes_h + AXIS_H;
+    let width = LEFT + PLOT_W + RIGHT;
+
+    let mut notes = Vec::new();
+    let mut svg = format!(
+        "<svg class=\"timeline\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" \
+         role=\"img\" aria-label=\"timeline of lock holds, writes and faults\">\n"
+    );
+    svg.push_str(&faults(
+        t,
+        &scale,
+        &label_rows,
+        lanes_top,
+        lanes_h,
+        &mut notes,
+    ));
+    svg.push_str(&axis(&scale, lanes_top, lanes_h));
+    svg.push_str(&lanes(t, &scale, lanes_top, &mut notes));
+    svg.push_str("</svg>\n");
+
+    if t.writes_without_client > 0 {
+        notes.push(format!(
+            "{} write record(s) of the resource name no client and are not drawn.",
+            t.writes_without_client
+        ));
+    }
+    let notes: String = notes
+        .iter()
+        .map(|n| format!("<p class=\"note\">{}</p>\n", esc(n)))
+        .collect();
+    format!(
+        "<div class=\"timeline-box\">\n{svg}</div>\n{}{notes}",
+        legend()
+    )
+}
+
+fn legend() -> &'static str {
+    "<p class=\"legend\"><span class=\"sw hold\"></span>lock held (as the client believed: acquire ok \
+     &rarr; release) <span class=\"sw hold overlap\"></span>held while another client also held it \
+     <span class=\"sw w-ok\"></span>write accepted by the resource \
+     <span class=\"sw w-fail\"></span>write rejected <span class=\"sw fault\"></span>fault active</p>\n"
+}
+
+/// Label row per band: the first row whose previous label ends before this band starts, so
+/// overlapping faults stay readable; when all rows are taken, the one that frees up first.
+fn label_rows(faults: &[FaultBand], scale: &Scale) -> Vec<usize> {
+    let mut row_end = [f64::MIN; MAX_LABEL_ROWS];
+    faults
+        .iter()
+        .map(|f| {
+            let x = label_x(f, scale);
+            let free = row_end.iter().position(|e| *e <= x);
+            let row = free.unwrap_or_else(|| {
+                (0..MAX_LABEL_ROWS)
+                    .min_by(|a, b| row_end[*a].total_cmp(&row_end[*b]))
+                    .unwrap_or(0)
+            });
+            row_end[row] = x + label_width(f) + 6.0;
+            row
+        })
+        .collect()
+}
+
+/// ~6 px per character at the label's font size.
+fn label_width(f: &FaultBand) -> f64 {
+    6.0 * fault_label(f).chars().count() as f64
+}
+
+/// Label start: at its band, moved left when it would run off the right edge.
+fn label_x(f: &FaultBand, scale: &Scale) -> f64 {
+    let x = scale.x(f.start) + 2.0;
+    x.min(LEFT + PLOT_W + RIGHT - label_width(f)).max(0.0)
+}
+
+fn fault_label(f: &FaultBand) -> String {
+    let mut label = f.fault.clone();
+    if let Some(n) = &f.node {
+        label.push(' ');
+        label.push_str(n);
+    }
+    if f.error.is_some() {
+        label.push_str(" (not applied)");
+    } else if !f.healed {
+        label.push_str(" (not healed)");
+    }
+    label
+}
+
+fn faults(
+    t: &Timeline,
+    scale: &Scale,
+    rows: &[usize],
+    top: f64,
+    h: f64,
+    notes: &mut Vec<String>,
+) -> String {
+    let mut out = String::new();
+    for (f, row) in t.faults.iter().zip(rows) {
+        let x0 = scale.x(f.start);
+        let w = (scale.x(f.end) - x0).max(1.0);
+        let class = if f.error.is_some() {
+            "fault failed"
+        } else {
+            "fault"
+        };
+        let label = esc(&fault_label(f));
+        let mut tip = format!("{label}: {}&ndash;{} s", secs(f.start), secs(f.end));
+        if let Some(e) = &f.error {
+            tip.push_str(&format!("; error: {}", esc(e)));
+        }
+        out.push_str(&format!(
+            "<g class=\"{class}\"><title>{tip}</title><rect x=\"{x0:.1}\" y=\"{top:.1}\" width=\"{w:.1}\" \
+             height=\"{h:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\">{label}</text></g>\n",
+            label_x(f, scale),
+            6.0 + LABEL_ROW_H * (*row as f64 + 1.0) - 3.0,
+        ));
+    }
+    if t.faults.len() > MAX_FAULTS {
+        notes.push(format!(
+            "{} more fault(s) not drawn.",
+            t.faults.len() - MAX_FAULTS
+        ));
+    }
+    out
+}
+
+fn axis(scale: &Scale, top: f64, h: f64) -> String {
+    let span = scale.end as f64 / 1e9;
+    let step = nice_step(span / 8.0);
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    let bottom = top + h;
+    let mut out = format!(
+        "<g class=\"axis\"><line x1=\"{LEFT}\" y1=\"{bottom:.1}\" x2=\"{:.1}\" y2=\"{bottom:.1}\"/>",
+        LEFT + PLOT_W
+    );
+    // Ticks at whole multiples of the step; the 1e-9 slack keeps the last tick despite rounding.
+    let mut k = 0u32;
+    while f64::from(k) * step <= span * (1.0 + 1e-9) && k <= 50 {
+        let s = f64::from(k) * step;
+        let x = LEFT + PLOT_W * s / span;
+        out.push_str(&format!(
+            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"{top:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\"/>\
+             <text x=\"{x:.1}\" y=\"{:.1}\">{s:.decimals$}</text>",
+            bottom + 4.0,
+            bottom + 16.0,
+        ));
+        k += 1;
+    }
+    out.push_str(&format!(
+        "<text class=\"unit\" x=\"{:.1}\" y=\"{:.1}\">time (s)</text></g>\n",
+        LEFT + PLOT_W,
+        bottom + 28.0
+    ));
+    out
+}
+
+/// 1, 2 or 5 times a power of ten, at least `raw`: tick labels a reader can add up.
+fn nice_step(raw: f64) -> f64 {
+    let mag = 10f64.powf(raw.log10().floor());
+    let norm = raw / mag;
+    let m = if norm <= 1.0 {
+        1.0
+    } else if norm <= 2.0 {
+        2.0
+    } else if norm <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    m * mag
+}
+
+fn lanes(t: &Timeline, scale: &Scale, top: f64, notes: &mut Vec<String>) -> String {
+    let mut by_lane: Vec<Vec<&Hold>> = vec![Vec::new(); t.lanes.len()];
+    for h in &t.holds {
+        by_lane[h.lane].push(h);
+    }
+    let mut writes: Vec<[BTreeSet<i64>; 2]> = vec![Default::default(); t.lanes.len()];
+    for w in &t.writes {
+        // One tick per pixel column is all a reader can see anyway.
+        writes[w.lane][usize::from(!w.accepted)].insert(scale.x(w.time).round() as i64);
+    }
+    let mut budget = MAX_BARS;
+    let mut dropped = 0usize;
+    let mut out = String::new();
+    for (lane, client) in t.lanes.iter().enumerate() {
+        let y = top + lane as f64 * LANE_H;
+        out.push_str(&format!(
+            "<g class=\"lane\" data-client=\"{client}\"><text class=\"lane-label\" x=\"{:.1}\" y=\"{:.1}\">client {client}</text>\n",
+            LEFT - 6.0,
+            y + BAR_Y + BAR_H - 2.0,
+        ));
+        out.push_str(&bars(
+            &mut by_lane[lane],
+            *client,
+            scale,
+            y,
+            &mut budget,
+            &mut dropped,
+        ));
+        let [ok, fail] = &writes[lane];
+        out.push_str(&ticks(ok, "w-ok", y, BAR_Y, *client, "accepted"));
+        out.push_str(&ticks(
+            fail,
+            "w-fail",
+            y + BAR_Y + BAR_H,
+            LANE_H - BAR_Y - BAR_H,
+            *client,
+            "rejected",
+        ));
+        out.push_str("</g>\n");
+    }
+    if dropped > 0 {
+        notes.push(format!(
+            "{dropped} lock hold bar(s) not drawn: the timeline shows at most {MAX_BARS}."
+        ));
+    }
+    out
+}
+
+/// A run of holds drawn as one bar: neighbours within a pixel of the same colour merge.
+struct Bar {
+    x0: f64,
+    x1: f64,
+    red: bool,
+    first: usize,
+    count: usize,
+    start: u64,
+    end: u64,
+}
+
+fn bars(
+    holds: &mut [&Hold],
+    client: u64,
+    scale: &Scale,
+    y: f64,
+    budget: &mut usize,
+    dropped: &mut usize,
+) -> String {
+    holds.sort_by_key(|h| h.start);
+    let mut merged: Vec<Bar> = Vec::new();
+    for (i, h) in holds.iter().enumerate() {
+        let x0 = scale.x(h.start);
+        let x1 = scale.x(h.end).max(x0 + 1.0);
+        match merged.last_mut() {
+            Some(b) if b.red == h.overlaps && x0 <= b.x1 + 1.0 => {
+                b.x1 = b.x1.max(x1);
+                b.end = b.end.max(h.end);
+                b.count += 1;
+            }
+            _ => merged.push(Bar {
+                x0,
+                x1,
+                red: h.overlaps,
+                first: i,
+                count: 1,
+                start: h.start,
+                end: h.end,
+            }),
+        }
+    }
+    let mut out = String::new();
+    for b in merged {
+        if *budget == 0 {
+            *dropped += b.count;
+            continue;
+        }
+        *budget -= 1;
+        let class = if b.red { "hold overlap" } else { "hold" };
+        let tip = if b.count == 1 {
+            let h = holds[b.first];
+            let token = h.token.map(|t| format!(", token {t}")).unwrap_or_default();
+            let open = if h.unreleased {
+                " (no release seen)"
+            } else {
+                ""
+            };
+            format!(
+                "client {client} held the lock {}&ndash;{} s{token}{open}",
+                secs(h.start),
+                secs(h.end)
+            )
+        } else {
+            format!(
+                "{} holds of client {client}, {}&ndash;{} s (merged at this scale)",
+                b.count,
+                secs(b.start),
+                secs(b.end)
+            )
+        };
+        out.push_str(&format!(
+            "<rect class=\"{class}\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{BAR_H}\"><title>{tip}</title></rect>\n",
+            b.x0,
+            y + BAR_Y,
+            b.x1 - b.x0,
+        ));
+    }
+    out
+}
+
+/// All ticks of one lane and kind as a single path: compact at any history size.
+fn ticks(xs: &BTreeSet<i64>, class: &str, y: f64, len: f64, client: u64, what: &str) -> String {
+    if xs.is_empty() {
+        return String::new();
+    }
+    let d: String = xs.iter().map(|x| format!("M{x} {y:.1}v{len}")).collect();
+    format!("<path class=\"{class}\" d=\"{d}\"><title>client {client}: writes {what} by the resource</title></path>\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_steps() {
+        assert_eq!(nice_step(0.7), 1.0);
+        assert_eq!(nice_step(1.3), 2.0);
+        assert_eq!(nice_step(3.0), 5.0);
+        assert!((nice_step(0.013) - 0.02).abs() < 1e-12);
+    }
+}
