@@ -11,11 +11,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 image=${1:-lockchaos-node:bookworm}
 suite=${SUITE:-bookworm}
 
-need() { command -v "$1" >/dev/null 2>&1 || { echo "build-offline.sh: $1 is missing; install it with: apt-get install $2" >&2; exit 1; }; }
+fail() { echo "build-offline.sh: $*" >&2; exit 1; }
+need() { command -v "$1" >/dev/null 2>&1 || fail "$1 is missing; install it with: apt-get install $2"; }
+# On a fresh Debian machine as root, fetch mmdebstrap from Debian's packages rather than stop:
+# the README promises that the first `lockchaos scenario` does all the set-up.
+if ! command -v mmdebstrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "mmdebstrap is missing: installing it with apt-get"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null \
+    || fail "could not install mmdebstrap with apt-get; install it by hand: apt-get install mmdebstrap"
+fi
 need mmdebstrap mmdebstrap
 need gcc gcc
 need docker docker.io
-docker info >/dev/null 2>&1 || { echo "build-offline.sh: the Docker daemon does not answer (docker info failed)" >&2; exit 1; }
+docker info >/dev/null 2>&1 || fail "the Docker daemon does not answer (docker info failed)"
 
 # The label the harness compares to decide whether the image is up to date (node_image.rs
 # computes the same: sha256 of these four files concatenated in this order).
@@ -37,6 +45,8 @@ start=$(date +%s)
 # apt lists and caches are removed by its default cleanup step. Left out to keep the image
 # small: docs, man pages, translations, and LLVM/z3 (~160 MB), which postgresql-15 depends on
 # only for JIT; without llvmjit.so PostgreSQL silently runs with JIT unavailable.
+# docker import accepts a truncated stream, so judge each side by PIPESTATUS.
+set +e
 # shellcheck disable=SC2016  # $1 in hooks is expanded by mmdebstrap (the rootfs path)
 mmdebstrap --variant=minbase --include="$packages" \
   --dpkgopt='path-exclude=/usr/share/man/*' \
@@ -58,5 +68,9 @@ mmdebstrap --variant=minbase --include="$packages" \
   --change 'ENV LOCKCHAOS_JEMALLOC_STUB_DIR=/opt/lockchaos/jemalloc-stub' \
   --change 'CMD ["bash"]' \
   - "$tmp_ref"
+st=("${PIPESTATUS[@]}")
+set -e
+[ "${st[0]}" = 0 ] || fail "mmdebstrap failed (exit ${st[0]}); is Debian's mirror reachable? see its E: lines"
+[ "${st[1]}" = 0 ] || fail "docker import failed (exit ${st[1]})"
 docker tag "$tmp_ref" "$image"
 echo "built $image in $(( $(date +%s) - start )) s"

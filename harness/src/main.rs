@@ -188,7 +188,10 @@ async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             reporter.event(progress::RunEvent::Stage("image".into()));
             let outcome = node_image::ensure_image(&docker, method, force, &reporter.spinner()).await?;
             reporter.finish();
-            println!("{}: {outcome:?}", node_image::IMAGE);
+            match outcome {
+                node_image::EnsureOutcome::AlreadyPresent => println!("{}: up to date", node_image::IMAGE),
+                node_image::EnsureOutcome::Built { secs } => println!("{}: built in {secs:.0} s", node_image::IMAGE),
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Worker { config } => {

@@ -71,6 +71,19 @@ pub fn inputs_hash() -> String {
     sha256_hex(&all)
 }
 
+/// An exclusive lock held for the duration of a build, released when dropped.
+fn lock_builds() -> Result<nix::fcntl::Flock<std::fs::File>> {
+    let path = std::env::temp_dir().join("lockchaos-node-image-build.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", path.display()))
+}
+
 /// Where the last build's full output is kept (overwritten by each build).
 pub fn build_log_path() -> PathBuf {
     std::env::temp_dir().join("lockchaos-node-image-build.log")
@@ -85,8 +98,18 @@ pub async fn ensure_image(
     progress: &indicatif::ProgressBar,
 ) -> Result<EnsureOutcome> {
     let want = inputs_hash();
+    let up_to_date = |img: &Option<(String, Option<String>)>| {
+        img.as_ref().and_then(|(_, label)| label.as_deref()) == Some(want.as_str())
+    };
+    if !force && up_to_date(&inspect(docker, IMAGE).await?) {
+        return Ok(EnsureOutcome::AlreadyPresent);
+    }
+    // Runs started together (parallel tests) must not build twice: the others wait here and
+    // then find the image up to date.
+    progress.set_message(format!("waiting for another build of {IMAGE}"));
+    let _build_lock = tokio::task::spawn_blocking(lock_builds).await??;
     let old = inspect(docker, IMAGE).await?;
-    if !force && old.as_ref().and_then(|(_, label)| label.as_deref()) == Some(want.as_str()) {
+    if !force && up_to_date(&old) {
         return Ok(EnsureOutcome::AlreadyPresent);
     }
     let method = match method {
