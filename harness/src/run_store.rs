@@ -90,3 +90,44 @@ impl RunDir {
         Ok((events, warnings))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_orders_every_party_by_time_reindexes_and_keeps_a_truncated_files_complete_lines() {
+        let store = tempfile::tempdir().unwrap();
+        let run = RunDir::create(store.path(), "demo").unwrap();
+        let line = |t: u64, p: &str, f: &str| format!("{{\"time\":{t},\"process\":{p},\"type\":\"ok\",\"f\":\"{f}\"}}\n");
+        std::fs::write(run.worker_events(1), line(10, "1", "acquire") + &line(40, "1", "release")).unwrap();
+        // client-2 was killed mid-write: its last line is cut off.
+        std::fs::write(run.worker_events(2), line(20, "2", "acquire") + "{\"time\":50,\"proc").unwrap();
+        std::fs::write(run.resource_events(), line(30, "\"resource\"", "write")).unwrap();
+        std::fs::write(run.nemesis_events(), line(20, "\"nemesis\"", "pause")).unwrap();
+        let (events, warnings) = run.merge_history().unwrap();
+        let order: Vec<(u64, u64, String)> = events.iter().map(|e| (e.index, e.time, e.process.to_string())).collect();
+        assert_eq!(
+            order,
+            [(0, 10, "1".into()), (1, 20, "nemesis".into()), (2, 20, "2".into()), (3, 30, "resource".into()), (4, 40, "1".into())]
+        );
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("client-2.jsonl"), "{warnings:?}");
+        let written = checker::read_history_file(&run.file("history.jsonl")).unwrap().events;
+        assert_eq!(written, events);
+    }
+
+    #[test]
+    fn runs_get_their_own_folders_and_latest_follows_the_newest() {
+        let store = tempfile::tempdir().unwrap();
+        let a = RunDir::create(store.path(), "demo").unwrap();
+        let b = RunDir::create(store.path(), "demo").unwrap();
+        assert_ne!(a.path, b.path);
+        assert_ne!(a.run_id, b.run_id);
+        assert!(a.run_id.starts_with("demo-"), "{}", a.run_id);
+        a.point_latest().unwrap();
+        b.point_latest().unwrap();
+        assert_eq!(store.path().join("latest").canonicalize().unwrap(), b.path);
+        assert!(std::fs::read_link(store.path().join("latest")).unwrap().is_relative());
+    }
+}

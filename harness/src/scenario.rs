@@ -52,12 +52,15 @@ impl fmt::Display for Expectation {
 pub enum BackendKind {
     /// One Redis server; SET key value NX PX ttl, release by Lua compare-and-delete.
     RedisSingle,
+    /// Five independent Redis servers; Redlock's majority rule.
+    Redlock,
 }
 
 impl BackendKind {
     pub fn name(self) -> &'static str {
         match self {
             BackendKind::RedisSingle => "redis-single",
+            BackendKind::Redlock => "redlock",
         }
     }
 }
@@ -72,6 +75,12 @@ pub struct LockParams {
     /// Delay between attempts while the lock is taken.
     #[serde(default = "defaults::retry_ms")]
     pub retry_ms: u64,
+    /// Redlock: how long to wait for one node before counting it as a no.
+    #[serde(default = "defaults::node_timeout_ms")]
+    pub node_timeout_ms: u64,
+    /// Redlock: clock drift allowance as a share of the TTL (plus 2 ms).
+    #[serde(default = "defaults::drift_factor")]
+    pub drift_factor: f64,
 }
 
 impl Default for LockParams {
@@ -80,6 +89,8 @@ impl Default for LockParams {
             ttl_ms: defaults::ttl_ms(),
             acquire_timeout_ms: defaults::acquire_timeout_ms(),
             retry_ms: defaults::retry_ms(),
+            node_timeout_ms: defaults::node_timeout_ms(),
+            drift_factor: defaults::drift_factor(),
         }
     }
 }
@@ -247,6 +258,12 @@ mod defaults {
     pub fn retry_ms() -> u64 {
         50
     }
+    pub fn node_timeout_ms() -> u64 {
+        100
+    }
+    pub fn drift_factor() -> f64 {
+        0.01
+    }
     pub fn key() -> String {
         "ledger".into()
     }
@@ -339,6 +356,12 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     }
     if s.lock.ttl_ms == 0 {
         return fail("lock.ttl_ms", "must be at least 1".into());
+    }
+    if !(0.0..1.0).contains(&s.lock.drift_factor) {
+        return fail("lock.drift_factor", format!("{} is not in [0, 1)", s.lock.drift_factor));
+    }
+    if s.lock.node_timeout_ms == 0 {
+        return fail("lock.node_timeout_ms", "must be at least 1".into());
     }
     if s.workload.key.is_empty() {
         return fail("workload.key", "must not be empty".into());

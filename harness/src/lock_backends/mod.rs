@@ -5,7 +5,9 @@
 //! The controller hands a worker its backend as a serialisable `ClientConfig`, so a new backend
 //! adds a module, a `BackendKind` variant and a `ClientConfig` variant.
 
+pub mod redis_server;
 pub mod redis_single;
+pub mod redlock;
 
 use crate::containers::Cluster;
 use crate::scenario::{BackendKind, LockParams};
@@ -17,6 +19,7 @@ use std::time::Duration;
 #[serde(tag = "backend", rename_all = "kebab-case")]
 pub enum ClientConfig {
     RedisSingle { addr: String },
+    Redlock { addrs: Vec<String> },
 }
 
 /// A lock as the client believes it holds it.
@@ -61,6 +64,7 @@ pub trait BackendSetup: Send + Sync {
 pub fn setup_for(kind: BackendKind) -> Box<dyn BackendSetup> {
     match kind {
         BackendKind::RedisSingle => Box::new(redis_single::Setup),
+        BackendKind::Redlock => Box::new(redlock::Setup),
     }
 }
 
@@ -73,5 +77,6 @@ pub async fn connect_client(
         ClientConfig::RedisSingle { addr } => {
             Ok(Box::new(redis_single::Client::connect(addr, lock.clone(), op_timeout).await?))
         }
+        ClientConfig::Redlock { addrs } => Ok(Box::new(redlock::Client::new(addrs, lock.clone()))),
     }
 }

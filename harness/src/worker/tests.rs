@@ -34,7 +34,7 @@ fn config(dir: &std::path::Path, resource: SocketAddr, run_ms: u64) -> WorkerCon
         t0_ns,
         stop_at: run_ms * 1_000_000,
         backend: ClientConfig::RedisSingle { addr: "unused:0".into() },
-        lock: LockParams { ttl_ms: 1500, acquire_timeout_ms: 100, retry_ms: 10 },
+        lock: LockParams { ttl_ms: 1500, acquire_timeout_ms: 100, retry_ms: 10, ..LockParams::default() },
         workload: Workload { key: "ledger".into(), work_ms: 5, think_ms: 5, op_timeout_ms: 500 },
         resource,
         events: dir.join("client-3.jsonl"),

@@ -1,0 +1,73 @@
+//! Redis pieces shared by the Redis backends: starting a server in a node, and the two commands
+//! of the seed algorithm (SET NX PX to take, Lua compare-and-delete to give back).
+
+use crate::containers::Cluster;
+use anyhow::{bail, Context};
+use redis::aio::MultiplexedConnection;
+use redis::AsyncConnectionConfig;
+use std::time::{Duration, Instant};
+
+pub const PORT: u16 = 6379;
+
+/// Deletes the key only if it still holds our value, in one step on the server.
+const RELEASE_SCRIPT: &str = r#"
+if redis.call("get", KEYS[1]) == ARGV[1] then
+    return redis.call("del", KEYS[1])
+else
+    return 0
+end"#;
+
+/// Starts redis-server in `node` without persistence (a restart forgets every lock, which the
+/// restart scenarios rely on) and waits until it answers PING.
+pub async fn start(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+    let port = PORT.to_string();
+    let log = format!("/lockchaos/logs/{node}-redis.log");
+    cluster
+        .exec_ok(
+            node,
+            &[
+                "redis-server", "--bind", "0.0.0.0", "--port", &port, "--protected-mode", "no",
+                "--save", "", "--appendonly", "no", "--daemonize", "yes", "--logfile", &log,
+            ],
+        )
+        .await
+        .with_context(|| format!("starting redis-server in {node}"))?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (code, out) = cluster.exec(node, &["redis-cli", "-p", &port, "ping"]).await?;
+        if code == 0 && out.contains("PONG") {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("redis on {node} did not answer PING within 15 s: {}", out.trim());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn connect(addr: &str, timeout: Duration) -> anyhow::Result<MultiplexedConnection> {
+    let client = redis::Client::open(format!("redis://{addr}/"))?;
+    let config = AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(Some(timeout));
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .with_context(|| format!("cannot connect to redis at {addr}"))
+}
+
+/// `SET key secret NX PX ttl`: Ok(true) when set, Ok(false) when the key exists.
+pub async fn set_nx_px(conn: &mut MultiplexedConnection, key: &str, secret: &str, ttl_ms: u64) -> redis::RedisResult<bool> {
+    let reply: Option<String> =
+        redis::cmd("SET").arg(key).arg(secret).arg("NX").arg("PX").arg(ttl_ms).query_async(conn).await?;
+    Ok(reply.is_some())
+}
+
+/// Deletes the key if it still holds `secret`: Ok(true) when deleted.
+pub async fn release_if_ours(conn: &mut MultiplexedConnection, key: &str, secret: &str) -> redis::RedisResult<bool> {
+    let deleted: i64 = redis::Script::new(RELEASE_SCRIPT).key(key).arg(secret).invoke_async(conn).await?;
+    Ok(deleted == 1)
+}
+
+/// A random value that identifies one grant.
+pub fn new_secret() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}

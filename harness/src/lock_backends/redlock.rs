@@ -1,0 +1,179 @@
+//! Redlock over five independent Redis nodes, as its documentation describes it: the same
+//! SET NX PX on every node with a short per-node timeout; granted when a majority said yes and
+//! time is left (validity = TTL − elapsed − drift allowance); otherwise undone on every node and
+//! retried after a random delay. Release on every node. No fencing token.
+
+use super::redis_server::{self, PORT};
+use super::{BackendSetup, ClientConfig, Grant, LockClient, LockError};
+use crate::containers::Cluster;
+use crate::scenario::LockParams;
+use futures_util::future::join_all;
+use rand::Rng;
+use redis::aio::MultiplexedConnection;
+use std::time::{Duration, Instant};
+
+pub const NODES: usize = 5;
+
+pub struct Setup;
+
+#[async_trait::async_trait]
+impl BackendSetup for Setup {
+    fn node_count(&self) -> usize {
+        NODES
+    }
+
+    async fn start(&self, cluster: &Cluster) -> anyhow::Result<()> {
+        let nodes: Vec<String> = (1..=NODES).map(|i| format!("n{i}")).collect();
+        for result in join_all(nodes.iter().map(|n| redis_server::start(cluster, n))).await {
+            result?;
+        }
+        Ok(())
+    }
+
+    fn client_config(&self, cluster: &Cluster) -> ClientConfig {
+        let addrs = (1..=NODES)
+            .map(|i| format!("{}:{PORT}", cluster.member(&format!("n{i}")).map(|m| m.ip.to_string()).unwrap_or_default()))
+            .collect();
+        ClientConfig::Redlock { addrs }
+    }
+}
+
+/// One Redis node as the client sees it: connected lazily, dropped after an error.
+struct Node {
+    addr: String,
+    conn: Option<MultiplexedConnection>,
+}
+
+impl Node {
+    async fn conn(&mut self, timeout: Duration) -> anyhow::Result<&mut MultiplexedConnection> {
+        if self.conn.is_none() {
+            let conn = tokio::time::timeout(timeout, redis_server::connect(&self.addr, timeout)).await??;
+            self.conn = Some(conn);
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    /// Ok(true) only for a definite yes; a timeout or error counts as no (and may have applied).
+    async fn try_set(&mut self, key: &str, secret: &str, ttl_ms: u64, timeout: Duration) -> bool {
+        let result = async { Ok::<_, anyhow::Error>(redis_server::set_nx_px(self.conn(timeout).await?, key, secret, ttl_ms).await?) };
+        match tokio::time::timeout(timeout, result).await {
+            Ok(Ok(set)) => set,
+            _ => {
+                self.conn = None;
+                false
+            }
+        }
+    }
+
+    /// Ok(true) deleted, Ok(false) not ours, Err unknown.
+    async fn release(&mut self, key: &str, secret: &str, timeout: Duration) -> Result<bool, String> {
+        let result = async { Ok::<_, anyhow::Error>(redis_server::release_if_ours(self.conn(timeout).await?, key, secret).await?) };
+        match tokio::time::timeout(timeout, result).await {
+            Ok(Ok(deleted)) => Ok(deleted),
+            Ok(Err(e)) => {
+                self.conn = None;
+                Err(format!("{}: {e:#}", self.addr))
+            }
+            Err(_) => {
+                self.conn = None;
+                Err(format!("{}: timed out", self.addr))
+            }
+        }
+    }
+}
+
+pub struct Client {
+    nodes: Vec<Node>,
+    lock: LockParams,
+}
+
+impl Client {
+    /// Connects lazily: an unreachable node is what Redlock is meant to tolerate.
+    pub fn new(addrs: &[String], lock: LockParams) -> Self {
+        Client { nodes: addrs.iter().map(|a| Node { addr: a.clone(), conn: None }).collect(), lock }
+    }
+
+    fn node_timeout(&self) -> Duration {
+        Duration::from_millis(self.lock.node_timeout_ms)
+    }
+
+    async fn release_everywhere(&mut self, key: &str, secret: &str) -> Vec<Result<bool, String>> {
+        let timeout = self.node_timeout();
+        join_all(self.nodes.iter_mut().map(|n| n.release(key, secret, timeout))).await
+    }
+}
+
+/// Validity left after an attempt: TTL − elapsed − (drift_factor × TTL + 2 ms), as in Redlock.
+pub fn validity(ttl: Duration, elapsed: Duration, drift_factor: f64) -> Option<Duration> {
+    let drift = Duration::from_secs_f64(ttl.as_secs_f64() * drift_factor) + Duration::from_millis(2);
+    ttl.checked_sub(elapsed)?.checked_sub(drift).filter(|v| !v.is_zero())
+}
+
+#[async_trait::async_trait]
+impl LockClient for Client {
+    async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError> {
+        let ttl = Duration::from_millis(self.lock.ttl_ms);
+        let deadline = Instant::now() + timeout;
+        let quorum = self.nodes.len() / 2 + 1;
+        loop {
+            let secret = redis_server::new_secret();
+            let start = Instant::now();
+            let node_timeout = self.node_timeout();
+            let ttl_ms = self.lock.ttl_ms;
+            let yes = join_all(self.nodes.iter_mut().map(|n| n.try_set(key, &secret, ttl_ms, node_timeout)))
+                .await
+                .into_iter()
+                .filter(|ok| *ok)
+                .count();
+            if yes >= quorum {
+                if let Some(validity) = validity(ttl, start.elapsed(), self.lock.drift_factor) {
+                    return Ok(Grant { token: None, validity, secret });
+                }
+            }
+            // Not granted: undo wherever it may have been set, so others need not wait for TTL.
+            self.release_everywhere(key, &secret).await;
+            let delay = Duration::from_millis(rand::rng().random_range(0..=self.lock.retry_ms.max(1)));
+            if Instant::now() + delay > deadline {
+                return Err(LockError::Refused(format!("no majority ({yes}/{} nodes) within {timeout:?}", self.nodes.len())));
+            }
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn release(&mut self, key: &str, grant: &Grant) -> Result<(), LockError> {
+        let results = self.release_everywhere(key, &grant.secret).await;
+        let deleted = results.iter().filter(|r| matches!(r, Ok(true))).count();
+        let errors: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+        let quorum = self.nodes.len() / 2 + 1;
+        match (deleted >= quorum, errors.is_empty()) {
+            (true, _) => Ok(()),
+            (false, true) => Err(LockError::Refused(format!("lock ours on only {deleted} node(s) at release (expired or taken over)"))),
+            (false, false) => Err(LockError::Unknown(format!(
+                "released on {deleted} node(s); unknown on {}: {}",
+                errors.len(),
+                errors.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validity;
+    use std::time::Duration;
+
+    #[test]
+    fn validity_subtracts_elapsed_time_and_drift() {
+        let ms = Duration::from_millis;
+        // (ttl, elapsed, drift factor, expected validity)
+        let cases = [
+            (10_000, 100, 0.01, Some(ms(10_000 - 100 - 100 - 2))),
+            (1_000, 0, 0.0, Some(ms(998))),
+            (1_000, 990, 0.01, None),
+            (1_000, 2_000, 0.01, None),
+        ];
+        for (ttl, elapsed, drift, want) in cases {
+            assert_eq!(validity(ms(ttl), ms(elapsed), drift), want, "{ttl} {elapsed} {drift}");
+        }
+    }
+}
