@@ -37,13 +37,13 @@ const CASES: &[Case] = &[
     Case { scenario: "redis-single-baseline", secs: 6, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "safe" && rs(r)["lost_updates"] == 0 && rs(r)["accepted_writes"].as_u64() > Some(5), format!("expected safe with writes: {}", rs(r)))
     }},
-    Case { scenario: "redis-single-pause", secs: 9, disturb: Disturb::Nothing, exit: 0, check: |r| {
+    Case { scenario: "redis-single-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
     }},
     Case { scenario: "redlock-baseline", secs: 6, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "safe" && rs(r)["accepted_writes"].as_u64() > Some(5), format!("expected safe with writes: {}", rs(r)))
     }},
-    Case { scenario: "redlock-pause", secs: 9, disturb: Disturb::Nothing, exit: 0, check: |r| {
+    Case { scenario: "redlock-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
     }},
     Case { scenario: "redis-single-baseline", secs: 8, disturb: Disturb::KillWorker("client-2", 4), exit: 0, check: |r| {
@@ -141,7 +141,7 @@ fn wait_for_events(path: &Path, limit: Duration) -> Result<(), String> {
 #[test]
 fn scenarios_reach_their_outcome_and_every_ending_leaves_nothing_behind() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let store = tempfile::tempdir().unwrap();
+    let store = tempfile::Builder::new().prefix("containers-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let handles: Vec<_> = CASES
         .iter()
         .enumerate()
@@ -162,5 +162,9 @@ fn scenarios_reach_their_outcome_and_every_ending_leaves_nothing_behind() {
             }
         }
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    if !failures.is_empty() {
+        // Keep the run folders: they are the evidence of what went wrong.
+        let kept = store.keep();
+        panic!("{}\n(run folders kept in {})", failures.join("\n"), kept.display());
+    }
 }
