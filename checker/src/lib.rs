@@ -3,13 +3,23 @@
 //!
 //! Malformed input is a [`HistoryError`]; an inconsistent history is a [`Verdict`].
 
+pub mod edn;
+pub mod fencing;
 pub mod history;
+pub mod holder_overlap;
+pub mod linearizability;
 pub mod parse;
 pub mod resource_safety;
 pub mod verdict;
 
+pub use edn::parse_edn;
+pub use fencing::{check_fencing, Fencing, TokenPair, TokenRef};
 pub use history::{Event, EventType, Process};
-pub use parse::{parse_jsonl, read_history_file, HistoryError, ParsedHistory};
+pub use holder_overlap::{check_holder_overlap, HolderOverlap, Overlap, OverlapStats};
+pub use parse::{
+    parse_history, parse_jsonl, read_history_file, read_history_file_as, HistoryError,
+    HistoryFormat, ParsedHistory,
+};
 pub use resource_safety::{check_resource_safety, Interleaving, ResourceSafety, WriteRef};
 pub use verdict::Verdict;
 
@@ -33,18 +43,56 @@ impl Default for CheckOptions {
 }
 
 /// Every property's result (results.json). Adding a property: a field here, a line in
-/// [`CheckResults::verdicts`], a call in [`check`].
+/// [`CheckResults::verdicts`] (and in [`CheckResults::decides_outcome`] if it decides the
+/// outcome), a call in [`check`].
+///
+/// Which properties decide `outcome` (the scenario's "violation" / "safe"):
+/// - resource safety, always: the resource's own log is the ground truth;
+/// - fencing, when it applies (`fencing.applies`: some grant carried a token). Redis and
+///   Redlock hand out no tokens; their fencing verdict is unknown, and letting that make
+///   every such run "unknown" would hide what the resource showed;
+/// - not holder overlap. It is what clients believed, and a fenced system may well have two
+///   believing holders while the resource rejects the stale write (etcd with a paused holder
+///   is expected "safe"). It is reported as evidence of why a violation happened.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct CheckResults {
-    /// Invalid if any property is invalid, else unknown if any is unknown, else valid.
+    /// Combined over [`CheckResults::outcome_verdicts`]: invalid if any is invalid, else
+    /// unknown if any is unknown, else valid.
     pub outcome: Verdict,
     pub resource_safety: ResourceSafety,
+    /// Defaults keep results.json files written before these properties readable.
+    #[serde(default = "Fencing::not_checked")]
+    pub fencing: Fencing,
+    #[serde(default = "HolderOverlap::not_checked")]
+    pub holder_overlap: HolderOverlap,
 }
 
 impl CheckResults {
     /// Each property's name (as in results.json) and verdict, in report order.
     pub fn verdicts(&self) -> Vec<(&'static str, Verdict)> {
-        vec![("resource_safety", self.resource_safety.verdict)]
+        vec![
+            ("resource_safety", self.resource_safety.verdict),
+            ("fencing", self.fencing.verdict),
+            ("holder_overlap", self.holder_overlap.verdict),
+        ]
+    }
+
+    /// The verdicts `outcome` combines (see [`CheckResults`] for why these).
+    pub fn outcome_verdicts(&self) -> Vec<(&'static str, Verdict)> {
+        self.verdicts()
+            .into_iter()
+            .filter(|(name, _)| self.decides_outcome(name))
+            .collect()
+    }
+
+    /// Whether the property named `name` counts towards `outcome` in this run; the others
+    /// are informational (a report can say so next to their verdict).
+    pub fn decides_outcome(&self, name: &str) -> bool {
+        match name {
+            "resource_safety" => true,
+            "fencing" => self.fencing.applies,
+            _ => false,
+        }
     }
 }
 
@@ -53,7 +101,34 @@ pub fn check(events: &[Event], opts: &CheckOptions) -> CheckResults {
     let mut results = CheckResults {
         outcome: Verdict::Unknown,
         resource_safety: check_resource_safety(events, opts.max_evidence),
+        fencing: check_fencing(events, opts.max_evidence),
+        holder_overlap: check_holder_overlap(events, opts.max_evidence),
     };
-    results.outcome = Verdict::combine_all(results.verdicts().into_iter().map(|(_, v)| v));
+    results.outcome = Verdict::combine_all(results.outcome_verdicts().into_iter().map(|(_, v)| v));
     results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_without_the_newer_properties_still_read() {
+        let mut old = serde_json::to_value(check(&[], &CheckOptions::default())).unwrap();
+        let map = old.as_object_mut().unwrap();
+        map.remove("fencing");
+        map.remove("holder_overlap");
+        let read: CheckResults = serde_json::from_value(old).unwrap();
+        assert_eq!(read.fencing, Fencing::not_checked());
+        assert!(!read.decides_outcome("fencing"));
+        assert_eq!(read.holder_overlap, HolderOverlap::not_checked());
+    }
+
+    #[test]
+    fn fencing_decides_the_outcome_only_when_tokens_were_granted() {
+        let r = check(&[], &CheckOptions::default());
+        let names: Vec<&str> = r.outcome_verdicts().iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["resource_safety"]);
+        assert_eq!(r.verdicts().len(), 3);
+    }
 }

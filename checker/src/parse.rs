@@ -1,4 +1,4 @@
-//! Reading history.jsonl: one event per line.
+//! Reading a history: one event per line, as JSON (history.jsonl) or as a Jepsen EDN op map.
 //!
 //! Malformed input is an error (the history cannot be judged), which is different from an
 //! inconsistent history (a verdict). The one tolerated defect is a truncated last line: a run
@@ -40,23 +40,135 @@ fn location(path: Option<&Path>, line: usize) -> String {
     }
 }
 
-/// Parses JSON-lines text (see the "History format" section of DESIGN.md).
-pub fn parse_jsonl(text: &str) -> Result<ParsedHistory, HistoryError> {
-    parse_bytes(text.as_bytes(), None)
+/// The on-disk shapes a history can come in: our JSON lines, or Jepsen's EDN op maps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HistoryFormat {
+    Jsonl,
+    Edn,
 }
 
-/// Reads and parses a history file; errors and warnings name the file.
+impl HistoryFormat {
+    /// By file extension: `.edn` is EDN, `.jsonl` / `.json` JSON lines, anything else unknown.
+    pub fn from_path(path: &Path) -> Option<HistoryFormat> {
+        match path.extension()?.to_str()? {
+            "edn" => Some(HistoryFormat::Edn),
+            "jsonl" | "json" => Some(HistoryFormat::Jsonl),
+            _ => None,
+        }
+    }
+
+    /// By content: an op map opening with a keyword (`{:process …`), a tagged record
+    /// (`#jepsen.history.Op{…`) or a `;` comment is EDN; anything else is taken as JSON lines.
+    pub fn sniff(bytes: &[u8]) -> HistoryFormat {
+        let blank = |b: &u8| b.is_ascii_whitespace() || *b == b',';
+        let mut rest = bytes.iter().skip_while(|b| blank(b));
+        match rest.next() {
+            Some(b'{') => match rest.find(|b| !blank(b)) {
+                Some(b':') => HistoryFormat::Edn,
+                _ => HistoryFormat::Jsonl,
+            },
+            Some(b'#' | b';') => HistoryFormat::Edn,
+            _ => HistoryFormat::Jsonl,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HistoryFormat::Jsonl => "jsonl",
+            HistoryFormat::Edn => "edn",
+        }
+    }
+}
+
+impl std::fmt::Display for HistoryFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for HistoryFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "jsonl" | "json" => Ok(HistoryFormat::Jsonl),
+            "edn" => Ok(HistoryFormat::Edn),
+            _ => Err(format!(
+                "unknown history format `{s}` (expected jsonl or edn)"
+            )),
+        }
+    }
+}
+
+/// Parses JSON-lines text (see the "History format" section of DESIGN.md).
+pub fn parse_jsonl(text: &str) -> Result<ParsedHistory, HistoryError> {
+    parse_bytes(text.as_bytes(), None, HistoryFormat::Jsonl)
+}
+
+/// Parses history text in `format`, or in the format [`HistoryFormat::sniff`] finds.
+pub fn parse_history(
+    text: &str,
+    format: Option<HistoryFormat>,
+) -> Result<ParsedHistory, HistoryError> {
+    let format = format.unwrap_or_else(|| HistoryFormat::sniff(text.as_bytes()));
+    parse_bytes(text.as_bytes(), None, format)
+}
+
+/// Reads and parses a history file, JSON lines or EDN by extension, else by content (see
+/// [`read_history_file_as`]); errors and warnings name the file.
 pub fn read_history_file(path: &Path) -> Result<ParsedHistory, HistoryError> {
+    read_history_file_as(path, None)
+}
+
+/// Reads a history file in `format`; `None` decides by extension (`.edn`, `.jsonl`), and
+/// failing that by content.
+pub fn read_history_file_as(
+    path: &Path,
+    format: Option<HistoryFormat>,
+) -> Result<ParsedHistory, HistoryError> {
     // Bytes, not a String: a run killed mid-write can cut a multi-byte character in half,
     // and that must surface as a truncated last line, not as an unreadable file.
     let bytes = std::fs::read(path).map_err(|source| HistoryError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    parse_bytes(&bytes, Some(path))
+    let format = format
+        .or_else(|| HistoryFormat::from_path(path))
+        .unwrap_or_else(|| HistoryFormat::sniff(&bytes));
+    parse_bytes(&bytes, Some(path), format)
 }
 
-fn parse_bytes(bytes: &[u8], path: Option<&Path>) -> Result<ParsedHistory, HistoryError> {
+/// One line that did not parse. `eof` = the input ended inside a value: on an unterminated
+/// last line that is a cut line (a warning), anywhere else a malformed one.
+pub(crate) struct LineError {
+    pub message: String,
+    pub eof: bool,
+}
+
+fn parse_bytes(
+    bytes: &[u8],
+    path: Option<&Path>,
+    format: HistoryFormat,
+) -> Result<ParsedHistory, HistoryError> {
+    match format {
+        HistoryFormat::Jsonl => parse_lines(bytes, path, |line, _, _| {
+            serde_json::from_slice::<Event>(line)
+                .map(Some)
+                .map_err(|e| LineError {
+                    message: describe(&e),
+                    eof: e.is_eof(),
+                })
+        }),
+        HistoryFormat::Edn => parse_lines(bytes, path, crate::edn::parse_line),
+    }
+}
+
+/// Runs `parse_line(line, line_number, events_so_far)` on every non-blank line; `None` from
+/// it = the line holds no event (an EDN comment).
+fn parse_lines(
+    bytes: &[u8],
+    path: Option<&Path>,
+    mut parse_line: impl FnMut(&[u8], usize, usize) -> Result<Option<Event>, LineError>,
+) -> Result<ParsedHistory, HistoryError> {
     let ends_with_newline = bytes.last() == Some(&b'\n');
     let mut out = ParsedHistory::default();
     let mut lines = bytes.split(|&b| b == b'\n').enumerate().peekable();
@@ -68,20 +180,20 @@ fn parse_bytes(bytes: &[u8], path: Option<&Path>) -> Result<ParsedHistory, Histo
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<Event>(line) {
-            Ok(event) => out.events.push(event),
+        match parse_line(line, line_no, out.events.len()) {
+            Ok(event) => out.events.extend(event),
             // Only an end-of-input error is a cut line: an unterminated line that is complete
-            // JSON but not an event was written whole, so it is malformed like any other.
-            Err(e) if unterminated && e.is_eof() => out.warnings.push(format!(
+            // but not an event was written whole, so it is malformed like any other.
+            Err(e) if unterminated && e.eof => out.warnings.push(format!(
                 "{}: truncated last line ignored ({})",
                 location(path, line_no),
-                describe(&e)
+                e.message
             )),
             Err(e) => {
                 return Err(HistoryError::Line {
                     path: path.map(Path::to_path_buf),
                     line: line_no,
-                    message: describe(&e),
+                    message: e.message,
                 })
             }
         }
@@ -224,10 +336,48 @@ mod tests {
     }
 
     #[test]
+    fn format_by_extension_else_by_content() {
+        use HistoryFormat::{Edn, Jsonl};
+        assert_eq!(HistoryFormat::sniff(b" \n{ :process 0}"), Edn);
+        assert_eq!(HistoryFormat::sniff(b"#jepsen.history.Op{:index 0}"), Edn);
+        assert_eq!(HistoryFormat::sniff(b"; comment\n"), Edn);
+        assert_eq!(HistoryFormat::sniff(A.as_bytes()), Jsonl);
+        assert_eq!(HistoryFormat::sniff(b""), Jsonl);
+        assert_eq!(HistoryFormat::from_path(Path::new("a/h.edn")), Some(Edn));
+        assert_eq!(
+            HistoryFormat::from_path(Path::new("history.jsonl")),
+            Some(Jsonl)
+        );
+        assert_eq!(HistoryFormat::from_path(Path::new("history")), None);
+        assert_eq!("edn".parse::<HistoryFormat>(), Ok(Edn));
+        assert!("xml".parse::<HistoryFormat>().is_err());
+
+        let edn = "{:process 1, :type :ok, :f :read, :value 5, :time 3}\n";
+        let h = parse_history(edn, None).unwrap();
+        assert_eq!(h.events[0].value, 5);
+        assert!(parse_history(edn, Some(Jsonl)).is_err());
+
+        // No telling extension: the content decides; a forced format wins over `.jsonl`.
+        let dir = std::env::temp_dir();
+        let bare = dir.join(format!("checker-sniff-{}", std::process::id()));
+        std::fs::write(&bare, edn).unwrap();
+        let read = read_history_file(&bare);
+        let forced = dir.join(format!("checker-sniff-{}.jsonl", std::process::id()));
+        std::fs::write(&forced, edn).unwrap();
+        let forced_read = read_history_file_as(&forced, Some(Edn));
+        let by_ext = read_history_file(&forced);
+        std::fs::remove_file(&bare).unwrap();
+        std::fs::remove_file(&forced).unwrap();
+        assert_eq!(read.unwrap().events.len(), 1);
+        assert_eq!(forced_read.unwrap().events.len(), 1);
+        assert!(by_ext.is_err());
+    }
+
+    #[test]
     fn truncated_multibyte_character_is_a_truncated_line() {
         let mut bytes = format!("{A}\n").into_bytes();
         bytes.extend_from_slice(b"{\"time\":1,\"process\":\"\xc3");
-        let h = parse_bytes(&bytes, None).unwrap();
+        let h = parse_bytes(&bytes, None, HistoryFormat::Jsonl).unwrap();
         assert_eq!(h.events.len(), 1);
         assert_eq!(h.warnings.len(), 1);
     }

@@ -26,12 +26,15 @@ pub enum Phase {
 pub struct LiveHistory {
     tails: BTreeMap<u64, Tail>,
     phases: BTreeMap<u64, Phase>,
+    /// Critical sections entered so far, by anyone; and per client, the count at its last entry.
+    sections_entered: u64,
+    entered_at: BTreeMap<u64, u64>,
 }
 
 impl LiveHistory {
     pub fn new(files: impl IntoIterator<Item = (u64, PathBuf)>) -> Self {
         let tails = files.into_iter().map(|(p, path)| (p, Tail { path, offset: 0, partial: String::new() })).collect();
-        LiveHistory { tails, phases: BTreeMap::new() }
+        LiveHistory { tails, phases: BTreeMap::new(), sections_entered: 0, entered_at: BTreeMap::new() }
     }
 
     /// Reads what the workers appended since the last poll and updates their phases.
@@ -51,7 +54,12 @@ impl LiveHistory {
                 let line: String = tail.partial.drain(..=nl).collect();
                 if let Ok(ev) = serde_json::from_str::<Event>(line.trim_end()) {
                     let phase = self.phases.entry(*process).or_default();
-                    *phase = next_phase(*phase, &ev);
+                    let next = next_phase(*phase, &ev);
+                    if next == Phase::InSection && *phase != Phase::InSection {
+                        self.sections_entered += 1;
+                        self.entered_at.insert(*process, self.sections_entered);
+                    }
+                    *phase = next;
                     out.push(ev);
                 }
             }
@@ -59,8 +67,19 @@ impl LiveHistory {
         out
     }
 
+    #[cfg(test)]
     pub fn phase(&self, process: u64) -> Phase {
         self.phases.get(&process).copied().unwrap_or_default()
+    }
+
+    /// How many critical sections have been entered so far (by any client).
+    pub fn sections_entered(&self) -> u64 {
+        self.sections_entered
+    }
+
+    /// Clients inside a critical section that they entered after `since` sections had been.
+    pub fn entered_since(&self, since: u64) -> Vec<u64> {
+        self.in_section().into_iter().filter(|c| self.entered_at.get(c).is_some_and(|n| *n > since)).collect()
     }
 
     /// Clients currently inside their critical section.
@@ -102,6 +121,7 @@ mod tests {
         write!(f, "{b}").unwrap();
         assert_eq!(live.poll().len(), 1);
         assert_eq!(live.in_section(), vec![1]);
+        assert_eq!((live.sections_entered(), live.entered_since(0), live.entered_since(1)), (1, vec![1], vec![]));
         write!(f, "{}", line("invoke", "write")).unwrap();
         live.poll();
         assert_eq!(live.phase(1), Phase::Holding);

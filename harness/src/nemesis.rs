@@ -2,16 +2,15 @@
 //! phases for `holder` targets, and heals everything still active at the end.
 
 use crate::clock::RunClock;
-use crate::containers::Cluster;
 use crate::event_log::EventLog;
-use crate::faults::fault_for;
+use crate::faults::{fault_for, FaultContext};
 use crate::live_history::LiveHistory;
 use crate::schedule::PlannedFault;
-use crate::scenario::{FaultKind, Target};
+use crate::scenario::{FaultKind, Target, Trigger};
 use checker::{Event, EventType, Process};
 use std::collections::VecDeque;
 
-/// How long a `holder` step waits for a client to enter its critical section.
+/// How long a `holder` or `when = "in-section"` step waits for a client to enter its section.
 const HOLDER_WAIT_MS: u64 = 5000;
 
 struct Active {
@@ -31,6 +30,11 @@ pub struct FaultChange {
 
 pub struct Nemesis {
     pending: VecDeque<PlannedFault>,
+    /// Sections entered (LiveHistory::sections_entered) when the front step fell due.
+    armed_at: Option<u64>,
+    /// at_ms of the last triggered step that fired, and the clients in section then.
+    fired_group: Option<u64>,
+    group_holders: Vec<u64>,
     active: Vec<Active>,
     log: EventLog,
     clock: RunClock,
@@ -38,16 +42,16 @@ pub struct Nemesis {
 
 impl Nemesis {
     pub fn new(plan: Vec<PlannedFault>, log: EventLog, clock: RunClock) -> Self {
-        Nemesis { pending: plan.into(), active: vec![], log, clock }
+        Nemesis { pending: plan.into(), armed_at: None, fired_group: None, group_holders: vec![], active: vec![], log, clock }
     }
 
     /// Starts due faults and heals expired ones; `now_ms` counts from the workload's start.
-    pub async fn tick(&mut self, cluster: &Cluster, live: &LiveHistory, now_ms: u64) -> anyhow::Result<Vec<FaultChange>> {
+    pub async fn tick(&mut self, ctx: &FaultContext<'_>, live: &LiveHistory, now_ms: u64) -> anyhow::Result<Vec<FaultChange>> {
         let mut changes = vec![];
         let mut still_active = vec![];
         for a in std::mem::take(&mut self.active) {
             if a.heal_at_ms <= now_ms {
-                changes.push(self.heal(cluster, a.fault, &a.target).await?);
+                changes.push(self.heal(ctx, a.fault, &a.target).await?);
             } else {
                 still_active.push(a);
             }
@@ -57,49 +61,70 @@ impl Nemesis {
             if step.at_ms > now_ms {
                 break;
             }
+            // A section-triggered step fires when a client *enters* its critical section after
+            // the step fell due, so the fault gets the whole section (work_ms), not its tail.
+            // Steps due at the same time share one trigger: they fire together.
+            let triggered = step.when == Some(Trigger::InSection) || step.target == Target::Holder;
+            let section = if !triggered {
+                vec![]
+            } else if self.fired_group == Some(step.at_ms) {
+                self.group_holders.clone()
+            } else {
+                let since = *self.armed_at.get_or_insert(live.sections_entered());
+                live.entered_since(since)
+            };
+            let waiting = triggered && section.is_empty();
             let target = match &step.target {
+                _ if waiting => None,
                 Target::Client(k) => Some(format!("client-{k}")),
-                Target::Holder => live.in_section().first().map(|c| format!("client-{c}")),
-                Target::RandomClient => unreachable!("schedule::plan draws random targets"),
+                Target::Node(k) => Some(format!("n{k}")),
+                Target::Holder => section.first().map(|c| format!("client-{c}")),
+                Target::RandomClient | Target::RandomNode => unreachable!("schedule::plan draws random targets"),
             };
             let Some(target) = target else {
                 if now_ms < step.at_ms + HOLDER_WAIT_MS {
                     break; // wait for a holder; later steps wait behind this one
                 }
                 self.pending.pop_front();
+                self.armed_at = None;
                 self.record(step.fault, "none", "skipped", Some(format!("no client entered its critical section within {HOLDER_WAIT_MS} ms")))?;
                 continue;
             };
             self.pending.pop_front();
+            self.armed_at = None;
+            if triggered {
+                self.fired_group = Some(step.at_ms);
+                self.group_holders = section;
+            }
             if self.active.iter().any(|a| a.target == target && a.fault == step.fault) {
                 self.record(step.fault, &target, "skipped", Some("already active on this target".into()))?;
                 continue;
             }
-            changes.push(self.inject(cluster, step.fault, &target).await?);
+            changes.push(self.inject(ctx, step.fault, &target).await?);
             self.active.push(Active { fault: step.fault, target, heal_at_ms: now_ms + step.duration_ms });
         }
         Ok(changes)
     }
 
     /// Heals every active fault (end of the workload, error or abort) and drops pending ones.
-    pub async fn heal_all(&mut self, cluster: &Cluster) -> anyhow::Result<Vec<FaultChange>> {
+    pub async fn heal_all(&mut self, ctx: &FaultContext<'_>) -> anyhow::Result<Vec<FaultChange>> {
         self.pending.clear();
         let mut changes = vec![];
         for a in std::mem::take(&mut self.active) {
-            changes.push(self.heal(cluster, a.fault, &a.target).await?);
+            changes.push(self.heal(ctx, a.fault, &a.target).await?);
         }
         Ok(changes)
     }
 
-    async fn inject(&mut self, cluster: &Cluster, fault: FaultKind, target: &str) -> anyhow::Result<FaultChange> {
-        let result = fault_for(fault).inject(cluster, target).await;
+    async fn inject(&mut self, ctx: &FaultContext<'_>, fault: FaultKind, target: &str) -> anyhow::Result<FaultChange> {
+        let result = fault_for(fault).inject(ctx, target).await;
         let error = result.err().map(|e| format!("{e:#}"));
         self.record(fault, target, "start", error.clone())?;
         Ok(FaultChange { fault, target: target.into(), started: true, error })
     }
 
-    async fn heal(&mut self, cluster: &Cluster, fault: FaultKind, target: &str) -> anyhow::Result<FaultChange> {
-        let result = fault_for(fault).heal(cluster, target).await;
+    async fn heal(&mut self, ctx: &FaultContext<'_>, fault: FaultKind, target: &str) -> anyhow::Result<FaultChange> {
+        let result = fault_for(fault).heal(ctx, target).await;
         let error = result.err().map(|e| format!("{e:#}"));
         self.record(fault, target, "stop", error.clone())?;
         Ok(FaultChange { fault, target: target.into(), started: false, error })

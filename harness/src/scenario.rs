@@ -158,6 +158,17 @@ pub struct TimelineStep {
     pub fault: FaultKind,
     pub target: Target,
     pub duration_ms: u64,
+    /// Fire at the first moment from `at_ms` on when this holds (waiting up to 5 s).
+    #[serde(default)]
+    pub when: Option<Trigger>,
+}
+
+/// A condition on the clients' live history that a step waits for.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trigger {
+    /// Some client is inside its critical section (read done, write not yet sent).
+    InSection,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
@@ -177,14 +188,18 @@ pub struct RandomFaults {
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
-    /// SIGSTOP a worker, SIGCONT it after the duration.
+    /// SIGSTOP a worker (or a node's server process), SIGCONT it after the duration.
     Pause,
+    /// SIGKILL a node's server process and start it again after the duration (state not
+    /// persisted is lost); on a worker, kill its container for good.
+    Kill,
 }
 
 impl FaultKind {
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::Pause => "pause",
+            FaultKind::Kill => "kill",
         }
     }
 }
@@ -199,6 +214,10 @@ pub enum Target {
     Holder,
     /// `random-client`: a worker drawn from the seed.
     RandomClient,
+    /// `nK`: node K (1-based): its server process.
+    Node(u32),
+    /// `random-node`: a node drawn from the seed.
+    RandomNode,
 }
 
 impl fmt::Display for Target {
@@ -207,6 +226,8 @@ impl fmt::Display for Target {
             Target::Client(k) => write!(f, "client-{k}"),
             Target::Holder => f.write_str("holder"),
             Target::RandomClient => f.write_str("random-client"),
+            Target::Node(k) => write!(f, "n{k}"),
+            Target::RandomNode => f.write_str("random-node"),
         }
     }
 }
@@ -217,15 +238,13 @@ impl std::str::FromStr for Target {
         match s {
             "holder" => return Ok(Target::Holder),
             "random-client" => return Ok(Target::RandomClient),
+            "random-node" => return Ok(Target::RandomNode),
             _ => {}
         }
-        s.strip_prefix("client-")
-            .and_then(|k| k.parse::<u32>().ok())
-            .filter(|k| *k >= 1)
-            .map(Target::Client)
-            .ok_or_else(|| {
-                format!("unknown target `{s}`, expected `client-K` (K from 1), `holder` or `random-client`")
-            })
+        let number = |prefix: &str| s.strip_prefix(prefix).and_then(|k| k.parse::<u32>().ok()).filter(|k| *k >= 1);
+        number("client-").map(Target::Client).or_else(|| number("n").map(Target::Node)).ok_or_else(|| {
+            format!("unknown target `{s}`, expected `client-K`, `nK` (K from 1), `holder`, `random-client` or `random-node`")
+        })
     }
 }
 
@@ -366,9 +385,13 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     if s.workload.key.is_empty() {
         return fail("workload.key", "must not be empty".into());
     }
+    let nodes = crate::lock_backends::setup_for(s.backend).node_count() as u32;
     let check_target = |field: String, t: &Target| match t {
         Target::Client(k) if *k > s.clients => {
             Err((field, format!("target client-{k} but the scenario has {} clients", s.clients)))
+        }
+        Target::Node(k) if *k > nodes => {
+            Err((field, format!("target n{k} but the {} backend has {nodes} node(s)", s.backend.name())))
         }
         _ => Ok(()),
     };

@@ -1,7 +1,7 @@
 //! The fault schedule: the scenario's fixed timeline plus faults drawn from the seed, merged into
 //! one list ordered by start time. Same scenario and seed → same schedule.
 
-use crate::scenario::{FaultKind, Nemesis, Target};
+use crate::scenario::{FaultKind, Nemesis, Target, Trigger};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -10,21 +10,29 @@ pub struct PlannedFault {
     /// Milliseconds after the workload starts.
     pub at_ms: u64,
     pub fault: FaultKind,
-    /// `Client(k)` or `Holder`; random targets are drawn here.
+    /// `Client(k)`, `Node(k)` or `Holder`; random targets are drawn here.
     pub target: Target,
     pub duration_ms: u64,
+    pub when: Option<Trigger>,
 }
 
-pub fn plan(nemesis: &Nemesis, clients: u32, time_limit_ms: u64, seed: u64) -> Vec<PlannedFault> {
+pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, seed: u64) -> Vec<PlannedFault> {
     let mut rng = StdRng::seed_from_u64(seed);
     let resolve = |t: &Target, rng: &mut StdRng| match t {
         Target::RandomClient => Target::Client(rng.random_range(1..=clients)),
+        Target::RandomNode => Target::Node(rng.random_range(1..=nodes.max(1))),
         other => other.clone(),
     };
     let mut plan: Vec<PlannedFault> = nemesis
         .timeline
         .iter()
-        .map(|s| PlannedFault { at_ms: s.at_ms, fault: s.fault, target: resolve(&s.target, &mut rng), duration_ms: s.duration_ms })
+        .map(|s| PlannedFault {
+            at_ms: s.at_ms,
+            fault: s.fault,
+            target: resolve(&s.target, &mut rng),
+            duration_ms: s.duration_ms,
+            when: s.when,
+        })
         .collect();
     if let Some(r) = &nemesis.random {
         let mut at = r.start_ms;
@@ -32,7 +40,7 @@ pub fn plan(nemesis: &Nemesis, clients: u32, time_limit_ms: u64, seed: u64) -> V
             let fault = r.faults[rng.random_range(0..r.faults.len())];
             let duration_ms = rng.random_range(r.duration_ms[0]..=r.duration_ms[1]);
             let target = resolve(&r.target, &mut rng);
-            plan.push(PlannedFault { at_ms: at, fault, target, duration_ms });
+            plan.push(PlannedFault { at_ms: at, fault, target, duration_ms, when: None });
             at += duration_ms + rng.random_range(r.interval_ms[0]..=r.interval_ms[1]);
         }
     }
@@ -47,7 +55,7 @@ mod tests {
 
     fn nemesis() -> Nemesis {
         Nemesis {
-            timeline: vec![TimelineStep { at_ms: 500, fault: FaultKind::Pause, target: Target::Holder, duration_ms: 100 }],
+            timeline: vec![TimelineStep { at_ms: 500, fault: FaultKind::Pause, target: Target::Holder, duration_ms: 100, when: None }],
             random: Some(RandomFaults {
                 faults: vec![FaultKind::Pause],
                 target: Target::RandomClient,
@@ -60,15 +68,15 @@ mod tests {
 
     #[test]
     fn same_seed_same_schedule_other_seed_other_schedule() {
-        let a = plan(&nemesis(), 3, 20_000, 7);
-        assert_eq!(a, plan(&nemesis(), 3, 20_000, 7));
-        assert_ne!(a, plan(&nemesis(), 3, 20_000, 8));
+        let a = plan(&nemesis(), 3, 5, 20_000, 7);
+        assert_eq!(a, plan(&nemesis(), 3, 5, 20_000, 7));
+        assert_ne!(a, plan(&nemesis(), 3, 5, 20_000, 8));
     }
 
     #[test]
     fn random_faults_respect_ranges_and_do_not_overlap() {
-        let p = plan(&nemesis(), 3, 20_000, 42);
-        assert_eq!(p[0], PlannedFault { at_ms: 500, fault: FaultKind::Pause, target: Target::Holder, duration_ms: 100 });
+        let p = plan(&nemesis(), 3, 5, 20_000, 42);
+        assert_eq!(p[0], PlannedFault { at_ms: 500, fault: FaultKind::Pause, target: Target::Holder, duration_ms: 100, when: None });
         let random: Vec<_> = p.iter().filter(|f| f.target != Target::Holder).collect();
         assert!(random.len() > 10, "{random:?}");
         for w in random.windows(2) {

@@ -46,6 +46,9 @@ const CASES: &[Case] = &[
     Case { scenario: "redlock-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
     }},
+    Case { scenario: "redis-single-restart-no-persistence", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
+        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
+    }},
     Case { scenario: "redis-single-baseline", secs: 8, disturb: Disturb::KillWorker("client-2", 4), exit: 0, check: |r| {
         let w = &r["workers"][1];
         ok_if(w["name"] == "client-2" && w["status"] == "died" && w["died_at_ms"].as_u64().is_some(), format!("client-2 should be reported dead: {}", r["workers"]))

@@ -1,19 +1,28 @@
-//! Process pause: SIGSTOP the worker (PID 1 of its container, so the real client freezes, as in
-//! a GC pause or a VM steal), SIGCONT it when the fault ends.
+//! Process pause: SIGSTOP, then SIGCONT when the fault ends. On a worker the signal goes to its
+//! container's PID 1, the client itself, so the real client freezes as in a GC pause or a VM
+//! steal; on a node it goes to the backend's server process.
 
-use super::Fault;
-use crate::containers::Cluster;
+use super::{Fault, FaultContext};
 
 pub struct Pause;
 
 #[async_trait::async_trait]
 impl Fault for Pause {
-    async fn inject(&self, cluster: &Cluster, target: &str) -> anyhow::Result<()> {
-        cluster.signal(target, "SIGSTOP").await
+    async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+        if ctx.is_node(target)? {
+            ctx.signal_server(target, "STOP").await
+        } else {
+            ctx.cluster.signal(target, "SIGSTOP").await
+        }
     }
 
-    async fn heal(&self, cluster: &Cluster, target: &str) -> anyhow::Result<()> {
-        match cluster.signal(target, "SIGCONT").await {
+    async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+        let result = if ctx.is_node(target)? {
+            ctx.signal_server(target, "CONT").await
+        } else {
+            ctx.cluster.signal(target, "SIGCONT").await
+        };
+        match result {
             // A container that has exited has nothing left to resume.
             Err(e) if format!("{e:#}").contains("is not running") => Ok(()),
             other => other,

@@ -55,8 +55,18 @@ pub trait LockClient: Send {
 pub trait BackendSetup: Send + Sync {
     /// Node containers (n1..nN) this backend needs.
     fn node_count(&self) -> usize;
-    /// Starts the servers inside the running nodes and waits until they answer.
-    async fn start(&self, cluster: &Cluster) -> anyhow::Result<()>;
+    /// The server's process name in a node, for pause and kill faults on nodes.
+    fn server_process(&self) -> &'static str;
+    /// Starts (or, after a kill, restarts) the server in one node and waits until it answers.
+    async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()>;
+    /// Starts the servers inside all running nodes; by default each on its own, in parallel.
+    async fn start(&self, cluster: &Cluster) -> anyhow::Result<()> {
+        let nodes: Vec<String> = (1..=self.node_count()).map(|i| format!("n{i}")).collect();
+        for result in futures_util::future::join_all(nodes.iter().map(|n| self.start_node(cluster, n))).await {
+            result?;
+        }
+        Ok(())
+    }
     /// How workers reach the started backend.
     fn client_config(&self, cluster: &Cluster) -> ClientConfig;
 }

@@ -8,6 +8,7 @@ use redis::AsyncConnectionConfig;
 use std::time::{Duration, Instant};
 
 pub const PORT: u16 = 6379;
+pub const PROCESS: &str = "redis-server";
 
 /// Deletes the key only if it still holds our value, in one step on the server.
 const RELEASE_SCRIPT: &str = r#"
@@ -65,6 +66,52 @@ pub async fn set_nx_px(conn: &mut MultiplexedConnection, key: &str, secret: &str
 pub async fn release_if_ours(conn: &mut MultiplexedConnection, key: &str, secret: &str) -> redis::RedisResult<bool> {
     let deleted: i64 = redis::Script::new(RELEASE_SCRIPT).key(key).arg(secret).invoke_async(conn).await?;
     Ok(deleted == 1)
+}
+
+/// One Redis server as a client sees it: connected lazily, and the connection dropped after any
+/// error or timeout, so a restarted or healed server is reached again (and a late reply on a
+/// timed-out connection is never mistaken for the next one).
+pub struct RedisNode {
+    pub addr: String,
+    timeout: Duration,
+    conn: Option<MultiplexedConnection>,
+}
+
+impl RedisNode {
+    pub fn new(addr: &str, timeout: Duration) -> Self {
+        RedisNode { addr: addr.to_string(), timeout, conn: None }
+    }
+
+    async fn call<T, F>(&mut self, op: F) -> Result<T, String>
+    where
+        F: for<'c> FnOnce(&'c mut MultiplexedConnection) -> futures_util::future::BoxFuture<'c, redis::RedisResult<T>>,
+    {
+        let timeout = self.timeout;
+        let result = tokio::time::timeout(timeout, async {
+            if self.conn.is_none() {
+                self.conn = Some(connect(&self.addr, timeout).await.map_err(|e| format!("{e:#}"))?);
+            }
+            op(self.conn.as_mut().expect("connected above")).await.map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")));
+        if result.is_err() {
+            self.conn = None;
+        }
+        result.map_err(|e| format!("{}: {e}", self.addr))
+    }
+
+    /// `SET key secret NX PX ttl`: Ok(true) when set, Ok(false) when the key exists.
+    pub async fn set_nx_px(&mut self, key: &str, secret: &str, ttl_ms: u64) -> Result<bool, String> {
+        let (key, secret) = (key.to_string(), secret.to_string());
+        self.call(move |c| Box::pin(async move { set_nx_px(c, &key, &secret, ttl_ms).await })).await
+    }
+
+    /// Deletes the key if it still holds `secret`: Ok(true) when deleted.
+    pub async fn release_if_ours(&mut self, key: &str, secret: &str) -> Result<bool, String> {
+        let (key, secret) = (key.to_string(), secret.to_string());
+        self.call(move |c| Box::pin(async move { release_if_ours(c, &key, &secret).await })).await
+    }
 }
 
 /// A random value that identifies one grant.

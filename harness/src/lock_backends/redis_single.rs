@@ -1,11 +1,10 @@
 //! Single Redis, exactly the seed algorithm: `SET key random-value NX PX ttl`; release by an
 //! atomic Lua compare-and-delete. No fencing token.
 
-use super::redis_server::{self, PORT};
+use super::redis_server::{self, RedisNode, PORT};
 use super::{BackendSetup, ClientConfig, Grant, LockClient, LockError};
 use crate::containers::Cluster;
 use crate::scenario::LockParams;
-use redis::aio::MultiplexedConnection;
 use std::time::{Duration, Instant};
 
 const NODE: &str = "n1";
@@ -18,8 +17,12 @@ impl BackendSetup for Setup {
         1
     }
 
-    async fn start(&self, cluster: &Cluster) -> anyhow::Result<()> {
-        redis_server::start(cluster, NODE).await
+    fn server_process(&self) -> &'static str {
+        redis_server::PROCESS
+    }
+
+    async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+        redis_server::start(cluster, node).await
     }
 
     fn client_config(&self, cluster: &Cluster) -> ClientConfig {
@@ -29,13 +32,15 @@ impl BackendSetup for Setup {
 }
 
 pub struct Client {
-    conn: MultiplexedConnection,
+    node: RedisNode,
     lock: LockParams,
 }
 
 impl Client {
+    /// Fails when the server cannot be reached at the start; reconnects after errors later on.
     pub async fn connect(addr: &str, lock: LockParams, op_timeout: Duration) -> anyhow::Result<Self> {
-        Ok(Client { conn: redis_server::connect(addr, op_timeout).await?, lock })
+        redis_server::connect(addr, op_timeout).await?;
+        Ok(Client { node: RedisNode::new(addr, op_timeout), lock })
     }
 }
 
@@ -47,12 +52,12 @@ impl LockClient for Client {
         let deadline = Instant::now() + timeout;
         loop {
             let sent = Instant::now();
-            let last_error = match redis_server::set_nx_px(&mut self.conn, key, &secret, self.lock.ttl_ms).await {
+            let last_error = match self.node.set_nx_px(key, &secret, self.lock.ttl_ms).await {
                 // The TTL started no earlier than when we sent the SET.
                 Ok(true) => return Ok(Grant { token: None, validity: ttl.saturating_sub(sent.elapsed()), secret }),
                 Ok(false) => None,
                 // The SET may have been applied: if so the key holds our secret until its TTL.
-                Err(e) => Some(e.to_string()),
+                Err(e) => Some(e),
             };
             if Instant::now() + Duration::from_millis(self.lock.retry_ms) > deadline {
                 return Err(match last_error {
@@ -65,10 +70,10 @@ impl LockClient for Client {
     }
 
     async fn release(&mut self, key: &str, grant: &Grant) -> Result<(), LockError> {
-        match redis_server::release_if_ours(&mut self.conn, key, &grant.secret).await {
+        match self.node.release_if_ours(key, &grant.secret).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(LockError::Refused("lock no longer ours (expired or taken over)".into())),
-            Err(e) => Err(LockError::Unknown(e.to_string())),
+            Err(e) => Err(LockError::Unknown(e)),
         }
     }
 }

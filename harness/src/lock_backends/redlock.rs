@@ -3,13 +3,12 @@
 //! time is left (validity = TTL − elapsed − drift allowance); otherwise undone on every node and
 //! retried after a random delay. Release on every node. No fencing token.
 
-use super::redis_server::{self, PORT};
+use super::redis_server::{self, RedisNode, PORT};
 use super::{BackendSetup, ClientConfig, Grant, LockClient, LockError};
 use crate::containers::Cluster;
 use crate::scenario::LockParams;
 use futures_util::future::join_all;
 use rand::Rng;
-use redis::aio::MultiplexedConnection;
 use std::time::{Duration, Instant};
 
 pub const NODES: usize = 5;
@@ -22,12 +21,12 @@ impl BackendSetup for Setup {
         NODES
     }
 
-    async fn start(&self, cluster: &Cluster) -> anyhow::Result<()> {
-        let nodes: Vec<String> = (1..=NODES).map(|i| format!("n{i}")).collect();
-        for result in join_all(nodes.iter().map(|n| redis_server::start(cluster, n))).await {
-            result?;
-        }
-        Ok(())
+    fn server_process(&self) -> &'static str {
+        redis_server::PROCESS
+    }
+
+    async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+        redis_server::start(cluster, node).await
     }
 
     fn client_config(&self, cluster: &Cluster) -> ClientConfig {
@@ -38,68 +37,21 @@ impl BackendSetup for Setup {
     }
 }
 
-/// One Redis node as the client sees it: connected lazily, dropped after an error.
-struct Node {
-    addr: String,
-    conn: Option<MultiplexedConnection>,
-}
-
-impl Node {
-    async fn conn(&mut self, timeout: Duration) -> anyhow::Result<&mut MultiplexedConnection> {
-        if self.conn.is_none() {
-            let conn = tokio::time::timeout(timeout, redis_server::connect(&self.addr, timeout)).await??;
-            self.conn = Some(conn);
-        }
-        Ok(self.conn.as_mut().expect("connected above"))
-    }
-
-    /// Ok(true) only for a definite yes; a timeout or error counts as no (and may have applied).
-    async fn try_set(&mut self, key: &str, secret: &str, ttl_ms: u64, timeout: Duration) -> bool {
-        let result = async { Ok::<_, anyhow::Error>(redis_server::set_nx_px(self.conn(timeout).await?, key, secret, ttl_ms).await?) };
-        match tokio::time::timeout(timeout, result).await {
-            Ok(Ok(set)) => set,
-            _ => {
-                self.conn = None;
-                false
-            }
-        }
-    }
-
-    /// Ok(true) deleted, Ok(false) not ours, Err unknown.
-    async fn release(&mut self, key: &str, secret: &str, timeout: Duration) -> Result<bool, String> {
-        let result = async { Ok::<_, anyhow::Error>(redis_server::release_if_ours(self.conn(timeout).await?, key, secret).await?) };
-        match tokio::time::timeout(timeout, result).await {
-            Ok(Ok(deleted)) => Ok(deleted),
-            Ok(Err(e)) => {
-                self.conn = None;
-                Err(format!("{}: {e:#}", self.addr))
-            }
-            Err(_) => {
-                self.conn = None;
-                Err(format!("{}: timed out", self.addr))
-            }
-        }
-    }
-}
-
 pub struct Client {
-    nodes: Vec<Node>,
+    nodes: Vec<RedisNode>,
     lock: LockParams,
 }
 
 impl Client {
-    /// Connects lazily: an unreachable node is what Redlock is meant to tolerate.
+    /// Connects lazily, with the per-node timeout: an unreachable node is what Redlock is meant
+    /// to tolerate, and one that does not answer in time counts as a no.
     pub fn new(addrs: &[String], lock: LockParams) -> Self {
-        Client { nodes: addrs.iter().map(|a| Node { addr: a.clone(), conn: None }).collect(), lock }
-    }
-
-    fn node_timeout(&self) -> Duration {
-        Duration::from_millis(self.lock.node_timeout_ms)
+        let timeout = Duration::from_millis(lock.node_timeout_ms);
+        Client { nodes: addrs.iter().map(|a| RedisNode::new(a, timeout)).collect(), lock }
     }
 
     async fn release_everywhere(&mut self, key: &str, secret: &str) -> Vec<Result<bool, String>> {
-        let timeout = self.node_timeout();
-        join_all(self.nodes.iter_mut().map(|n| n.release(key, secret, timeout))).await
+        join_all(self.nodes.iter_mut().map(|n| n.release_if_ours(key, secret))).await
     }
 }
 
@@ -118,13 +70,11 @@ impl LockClient for Client {
         loop {
             let secret = redis_server::new_secret();
             let start = Instant::now();
-            let node_timeout = self.node_timeout();
             let ttl_ms = self.lock.ttl_ms;
-            let yes = join_all(self.nodes.iter_mut().map(|n| n.try_set(key, &secret, ttl_ms, node_timeout)))
-                .await
-                .into_iter()
-                .filter(|ok| *ok)
-                .count();
+            // Only a definite yes counts; an error or timeout may still have set the key.
+            let replies = join_all(self.nodes.iter_mut().map(|n| n.set_nx_px(key, &secret, ttl_ms))).await;
+            let yes = replies.iter().filter(|r| matches!(r, Ok(true))).count();
+            tracing::debug!(?replies, "redlock attempt");
             if yes >= quorum {
                 if let Some(validity) = validity(ttl, start.elapsed(), self.lock.drift_factor) {
                     return Ok(Grant { token: None, validity, secret });

@@ -3,6 +3,7 @@
 use super::{RunContext, WorkloadRecord};
 use crate::containers::{Cluster, ContainerSpec, Role};
 use crate::event_log::EventLog;
+use crate::faults::FaultContext;
 use crate::live_history::LiveHistory;
 use crate::lock_backends;
 use crate::nemesis::{FaultChange, Nemesis};
@@ -38,7 +39,9 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
         role,
         host_octet,
         cmd,
-        env: vec!["RUST_LOG=info".into()],
+        // LOCKCHAOS_LOG sets the containers' log filter (default: info), e.g. for a client's
+        // per-node replies at debug level.
+        env: vec![format!("RUST_LOG={}", std::env::var("LOCKCHAOS_LOG").unwrap_or_else(|_| "info".into()))],
         binds: binds.clone(),
         net_admin: role == Role::Node,
     };
@@ -86,7 +89,8 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
     }
 
     reporter.event(RunEvent::Stage("workload".into()));
-    let plan = schedule::plan(&s.nemesis, s.clients, limit_ms, ctx.seed);
+    let plan = schedule::plan(&s.nemesis, s.clients, backend.node_count() as u32, limit_ms, ctx.seed);
+    let fault_ctx = FaultContext { cluster: &cluster, backend: backend.as_ref() };
     let mut nemesis = Nemesis::new(plan, EventLog::create(&ctx.dir.nemesis_events())?, ctx.clock);
     let mut live = LiveHistory::new((1..=s.clients as u64).map(|k| (k, ctx.dir.worker_events(k))));
     let mut record = WorkloadRecord::default();
@@ -100,7 +104,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
             }
             let elapsed_ms = (now - workload_start) / 1_000_000;
             live.poll();
-            for change in nemesis.tick(&cluster, &live, elapsed_ms).await? {
+            for change in nemesis.tick(&fault_ctx, &live, elapsed_ms).await? {
                 report_fault(&reporter, &mut record, change);
             }
             if last_state_check.elapsed() > Duration::from_millis(500) {
@@ -115,7 +119,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
 
     // Heal before anything else, whatever happened: a stopped worker must not stay stopped.
     reporter.event(RunEvent::Stage("stop".into()));
-    for change in nemesis.heal_all(&cluster).await? {
+    for change in nemesis.heal_all(&fault_ctx).await? {
         report_fault(&reporter, &mut record, change);
     }
     result?;

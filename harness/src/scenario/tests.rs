@@ -63,7 +63,17 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "malformed target",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"node\"\nduration_ms = 1\n",
-        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K` (K from 1), `holder` or `random-client`",
+        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K`, `nK` (K from 1), `holder`, `random-client` or `random-node`",
+    ),
+    (
+        "node beyond the backend's nodes",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"kill\"\ntarget = \"n2\"\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': target n2 but the redis-single backend has 1 node(s)",
+    ),
+    (
+        "unknown trigger",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"kill\"\ntarget = \"n1\"\nduration_ms = 1\nwhen = \"later\"\n",
+        "f.toml:10: field 'nemesis.timeline[0].when': unknown variant `later`, expected `in-section`",
     ),
     (
         "fault after the time limit",

@@ -1,0 +1,90 @@
+//! Timing of the targets, on generated histories. Ignored by default (meaningful only
+//! optimised): `cargo test -p checker --release --test linearizability_timing -- --ignored
+//! --nocapture`. One search thread, as the targets are stated for one core.
+
+#[path = "linearizability_gen.rs"]
+mod gen;
+
+use checker::linearizability::{check_with, Linearizability, ModelKind, Options};
+use checker::{Event, EventType, Verdict};
+use gen::{generate, Gen, GenModel};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn timed(events: &[Event], kind: ModelKind) -> (Linearizability, Duration) {
+    let mut opts = Options::new(Duration::from_secs(60));
+    opts.threads = 1;
+    // Best of three: the machine may be shared, and the minimum is the least noisy.
+    let mut best = Duration::MAX;
+    let mut result = None;
+    for _ in 0..3 {
+        let start = Instant::now();
+        let r = check_with(events, kind, &opts).expect("well-formed");
+        best = best.min(start.elapsed());
+        result = Some(r);
+    }
+    (result.expect("ran"), best)
+}
+
+/// The hard kind for a single register: 10 clients, few distinct values (many orders fit),
+/// some crashed (info) operations that stay concurrent with everything after them.
+fn hard_cas(seed: u64) -> Vec<Event> {
+    let mut g = Gen::new(GenModel::CasRegister, 10, 480);
+    g.values = 5;
+    g.info = 0.03;
+    g.fail = 0.02;
+    generate(&g, seed)
+}
+
+/// Makes the last ok read impossible: it reports a value nobody wrote.
+fn corrupt_last_read(events: &mut [Event]) {
+    let last = events
+        .iter()
+        .rposition(|e| e.kind == EventType::Ok && e.f == "read")
+        .expect("a read");
+    events[last].value = json!(99);
+}
+
+fn report(what: &str, r: &Linearizability, t: Duration, target: Duration) {
+    println!(
+        "{what}: {} in {:.1} ms ({} ops, {} indeterminate, {} partitions; target {:?})",
+        r.verdict,
+        t.as_secs_f64() * 1e3,
+        r.operations,
+        r.indeterminate,
+        r.partitions,
+        target
+    );
+}
+
+#[test]
+#[ignore = "timing: run optimised with --ignored"]
+fn cas_register_10_clients_400_ops() {
+    let target = Duration::from_secs(1);
+    for seed in 0..10 {
+        let mut events = hard_cas(seed);
+        let (r, t) = timed(&events, ModelKind::CasRegister);
+        report(&format!("cas valid   seed {seed}"), &r, t, target);
+        assert_eq!(r.verdict, Verdict::Valid);
+        corrupt_last_read(&mut events);
+        let (r, t) = timed(&events, ModelKind::CasRegister);
+        report(&format!("cas invalid seed {seed}"), &r, t, target);
+        assert_eq!(r.verdict, Verdict::Invalid);
+    }
+}
+
+#[test]
+#[ignore = "timing: run optimised with --ignored"]
+fn kv_50_clients_2000_ops() {
+    let target = Duration::from_millis(100);
+    for seed in 0..5 {
+        let mut g = Gen::new(GenModel::Kv, 50, 2000);
+        g.keys = 10;
+        g.info = 0.01;
+        g.fail = 0.02;
+        let events = generate(&g, seed);
+        let (r, t) = timed(&events, ModelKind::Kv);
+        report(&format!("kv seed {seed}"), &r, t, target);
+        assert_eq!(r.verdict, Verdict::Valid);
+    }
+}
