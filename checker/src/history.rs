@@ -80,6 +80,9 @@ pub struct Event {
     /// On resource records: the client (process number) that sent the request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<u64>,
+    /// On nemesis records: the fault's parameters in words ("from n4, n5", "+20s").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl Event {
@@ -98,6 +101,7 @@ impl Event {
             error: None,
             validity_ms: None,
             client: None,
+            detail: None,
         }
     }
 }

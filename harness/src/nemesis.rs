@@ -3,7 +3,7 @@
 
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
-use crate::faults::{fault_for, FaultContext};
+use crate::faults::{fault_for, FaultContext, Injection};
 use crate::live_history::LiveHistory;
 use crate::schedule::PlannedFault;
 use crate::scenario::{FaultKind, Target, Trigger};
@@ -14,8 +14,7 @@ use std::collections::VecDeque;
 const HOLDER_WAIT_MS: u64 = 5000;
 
 struct Active {
-    fault: FaultKind,
-    target: String,
+    injection: Injection,
     heal_at_ms: u64,
 }
 
@@ -24,6 +23,7 @@ struct Active {
 pub struct FaultChange {
     pub fault: FaultKind,
     pub target: String,
+    pub detail: Option<String>,
     pub started: bool,
     pub error: Option<String>,
 }
@@ -51,7 +51,7 @@ impl Nemesis {
         let mut still_active = vec![];
         for a in std::mem::take(&mut self.active) {
             if a.heal_at_ms <= now_ms {
-                changes.push(self.heal(ctx, a.fault, &a.target).await?);
+                changes.push(self.heal(ctx, &a.injection).await?);
             } else {
                 still_active.push(a);
             }
@@ -87,7 +87,8 @@ impl Nemesis {
                 }
                 self.pending.pop_front();
                 self.armed_at = None;
-                self.record(step.fault, "none", "skipped", Some(format!("no client entered its critical section within {HOLDER_WAIT_MS} ms")))?;
+                let injection = Injection { fault: step.fault, target: "none".into(), from: vec![], offset_ms: step.offset_ms };
+                self.record(&injection, "skipped", Some(format!("no client entered its critical section within {HOLDER_WAIT_MS} ms")))?;
                 continue;
             };
             self.pending.pop_front();
@@ -96,12 +97,18 @@ impl Nemesis {
                 self.fired_group = Some(step.at_ms);
                 self.group_holders = section;
             }
-            if self.active.iter().any(|a| a.target == target && a.fault == step.fault) {
-                self.record(step.fault, &target, "skipped", Some("already active on this target".into()))?;
+            let injection = Injection {
+                fault: step.fault,
+                target,
+                from: step.from.iter().map(|t| t.to_string()).collect(),
+                offset_ms: step.offset_ms,
+            };
+            if self.active.iter().any(|a| a.injection == injection) {
+                self.record(&injection, "skipped", Some("already active".into()))?;
                 continue;
             }
-            changes.push(self.inject(ctx, step.fault, &target).await?);
-            self.active.push(Active { fault: step.fault, target, heal_at_ms: now_ms + step.duration_ms });
+            changes.push(self.inject(ctx, &injection).await?);
+            self.active.push(Active { injection, heal_at_ms: now_ms + step.duration_ms });
         }
         Ok(changes)
     }
@@ -111,28 +118,29 @@ impl Nemesis {
         self.pending.clear();
         let mut changes = vec![];
         for a in std::mem::take(&mut self.active) {
-            changes.push(self.heal(ctx, a.fault, &a.target).await?);
+            changes.push(self.heal(ctx, &a.injection).await?);
         }
         Ok(changes)
     }
 
-    async fn inject(&mut self, ctx: &FaultContext<'_>, fault: FaultKind, target: &str) -> anyhow::Result<FaultChange> {
-        let result = fault_for(fault).inject(ctx, target).await;
+    async fn inject(&mut self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<FaultChange> {
+        let result = fault_for(inj.fault).inject(ctx, inj).await;
         let error = result.err().map(|e| format!("{e:#}"));
-        self.record(fault, target, "start", error.clone())?;
-        Ok(FaultChange { fault, target: target.into(), started: true, error })
+        self.record(inj, "start", error.clone())?;
+        Ok(FaultChange { fault: inj.fault, target: inj.target.clone(), detail: inj.detail(), started: true, error })
     }
 
-    async fn heal(&mut self, ctx: &FaultContext<'_>, fault: FaultKind, target: &str) -> anyhow::Result<FaultChange> {
-        let result = fault_for(fault).heal(ctx, target).await;
+    async fn heal(&mut self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<FaultChange> {
+        let result = fault_for(inj.fault).heal(ctx, inj).await;
         let error = result.err().map(|e| format!("{e:#}"));
-        self.record(fault, target, "stop", error.clone())?;
-        Ok(FaultChange { fault, target: target.into(), started: false, error })
+        self.record(inj, "stop", error.clone())?;
+        Ok(FaultChange { fault: inj.fault, target: inj.target.clone(), detail: inj.detail(), started: false, error })
     }
 
-    fn record(&mut self, fault: FaultKind, target: &str, phase: &str, error: Option<String>) -> anyhow::Result<()> {
-        let mut ev = Event::new(self.clock.now(), Process::Named(Process::NEMESIS.into()), EventType::Info, fault.name());
-        ev.node = Some(target.to_string());
+    fn record(&mut self, inj: &Injection, phase: &str, error: Option<String>) -> anyhow::Result<()> {
+        let mut ev = Event::new(self.clock.now(), Process::Named(Process::NEMESIS.into()), EventType::Info, inj.fault.name());
+        ev.node = Some(inj.target.clone());
+        ev.detail = inj.detail();
         ev.value = phase.into();
         ev.error = error;
         self.log.append(ev)?;

@@ -54,6 +54,8 @@ pub enum BackendKind {
     RedisSingle,
     /// Five independent Redis servers; Redlock's majority rule.
     Redlock,
+    /// A 3-member etcd cluster: lease + lock key, token = the key's create_revision.
+    Etcd,
 }
 
 impl BackendKind {
@@ -61,6 +63,7 @@ impl BackendKind {
         match self {
             BackendKind::RedisSingle => "redis-single",
             BackendKind::Redlock => "redlock",
+            BackendKind::Etcd => "etcd",
         }
     }
 }
@@ -110,6 +113,10 @@ pub struct Workload {
     /// Timeout of one backend or resource request; past it the outcome is unknown (info).
     #[serde(default = "defaults::op_timeout_ms")]
     pub op_timeout_ms: u64,
+    /// Just before the write, skip it (history: write fail, "session lost; write not sent")
+    /// when the lock client knows its session is gone (etcd: lease expired or not renewed).
+    #[serde(default)]
+    pub honour_session_loss: bool,
 }
 
 impl Default for Workload {
@@ -119,6 +126,7 @@ impl Default for Workload {
             work_ms: defaults::work_ms(),
             think_ms: defaults::think_ms(),
             op_timeout_ms: defaults::op_timeout_ms(),
+            honour_session_loss: false,
         }
     }
 }
@@ -151,6 +159,13 @@ pub struct Nemesis {
     pub random: Option<RandomFaults>,
 }
 
+impl Nemesis {
+    /// Whether any step moves a clock: the backend then runs its servers under libfaketime.
+    pub fn has_clock_faults(&self) -> bool {
+        self.timeline.iter().any(|s| s.fault == FaultKind::ClockJump)
+    }
+}
+
 #[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct TimelineStep {
@@ -161,6 +176,12 @@ pub struct TimelineStep {
     /// Fire at the first moment from `at_ms` on when this holds (waiting up to 5 s).
     #[serde(default)]
     pub when: Option<Trigger>,
+    /// partition: the members the target is cut off from (`nK`, `client-K`).
+    #[serde(default)]
+    pub from: Vec<Target>,
+    /// clock-jump: how far the target node's clock jumps (negative: backwards).
+    #[serde(default)]
+    pub offset_ms: Option<i64>,
 }
 
 /// A condition on the clients' live history that a step waits for.
@@ -193,6 +214,11 @@ pub enum FaultKind {
     /// SIGKILL a node's server process and start it again after the duration (state not
     /// persisted is lost); on a worker, kill its container for good.
     Kill,
+    /// Cut the target off from the members in `from` (iptables in the nodes, TCP reset).
+    Partition,
+    /// Jump the clock of the server in the target node by `offset_ms` (libfaketime); back to
+    /// the true time when the fault ends.
+    ClockJump,
 }
 
 impl FaultKind {
@@ -200,6 +226,8 @@ impl FaultKind {
         match self {
             FaultKind::Pause => "pause",
             FaultKind::Kill => "kill",
+            FaultKind::Partition => "partition",
+            FaultKind::ClockJump => "clock-jump",
         }
     }
 }
@@ -367,8 +395,8 @@ pub fn validate_overrides(s: &Scenario, file: &Path) -> Result<(), ScenarioError
 /// Checks that serde cannot express: ranges and cross-field rules.
 fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     let fail = |field: &str, msg: String| Err((field.to_string(), msg));
-    if s.clients == 0 {
-        return fail("clients", "must be at least 1".into());
+    if !(1..=150).contains(&s.clients) {
+        return fail("clients", format!("{} is not between 1 and 150 (one address each in the run's /24)", s.clients));
     }
     if s.time_limit_secs == 0 {
         return fail("time_limit_secs", "must be at least 1".into());
@@ -385,7 +413,7 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     if s.workload.key.is_empty() {
         return fail("workload.key", "must not be empty".into());
     }
-    let nodes = crate::lock_backends::setup_for(s.backend).node_count() as u32;
+    let nodes = crate::lock_backends::setup_for(s.backend, false).node_count() as u32;
     let check_target = |field: String, t: &Target| match t {
         Target::Client(k) if *k > s.clients => {
             Err((field, format!("target client-{k} but the scenario has {} clients", s.clients)))
@@ -396,8 +424,30 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
         _ => Ok(()),
     };
     let limit_ms = s.time_limit_secs * 1000;
+    let backend = crate::lock_backends::setup_for(s.backend, false);
     for (i, step) in s.nemesis.timeline.iter().enumerate() {
-        check_target(format!("nemesis.timeline[{i}].target"), &step.target)?;
+        let field = |name: &str| format!("nemesis.timeline[{i}].{name}");
+        check_target(field("target"), &step.target)?;
+        for (j, t) in step.from.iter().enumerate() {
+            check_target(format!("{}[{j}]", field("from")), t)?;
+        }
+        match step.fault {
+            FaultKind::Partition if step.from.is_empty() => {
+                return fail(&field("fault"), "a partition needs `from`: the members to cut the target off from".into())
+            }
+            FaultKind::ClockJump => {
+                if !matches!(step.target, Target::Node(_) | Target::RandomNode) {
+                    return fail(&field("target"), "a clock-jump needs a node target (nK or random-node)".into());
+                }
+                if step.offset_ms.is_none() {
+                    return fail(&field("fault"), "a clock-jump needs `offset_ms`".into());
+                }
+                if let Some(why) = backend.clock_faults_unsupported() {
+                    return fail(&field("fault"), format!("clock faults are not possible on {}: {why}", s.backend.name()));
+                }
+            }
+            _ => {}
+        }
         if check_times && step.at_ms >= limit_ms {
             return fail(
                 &format!("nemesis.timeline[{i}].at_ms"),
@@ -407,6 +457,9 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     }
     if let Some(r) = &s.nemesis.random {
         check_target("nemesis.random.target".into(), &r.target)?;
+        if let Some(f) = r.faults.iter().find(|f| matches!(f, FaultKind::Partition | FaultKind::ClockJump)) {
+            return fail("nemesis.random.faults", format!("{} needs parameters: use a [[nemesis.timeline]] step", f.name()));
+        }
         if r.faults.is_empty() {
             return fail("nemesis.random.faults", "must name at least one fault".into());
         }

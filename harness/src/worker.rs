@@ -87,7 +87,7 @@ pub async fn run_with(
                 continue;
             }
         };
-        critical_section(&mut rec, &mut resource, &grant, config).await?;
+        critical_section(&mut rec, &mut resource, lock.as_mut(), &grant, config).await?;
         rec.record(EventType::Invoke, "release", |e| e.token = grant.token)?;
         match lock.release(&key, &grant).await {
             Ok(()) => rec.record(EventType::Ok, "release", |e| e.token = grant.token)?,
@@ -101,10 +101,13 @@ pub async fn run_with(
     Ok(())
 }
 
-/// Read the counter, hold for the work time, write value+1 with the grant's token.
+/// Read the counter, hold for the work time, write value+1 with the grant's token. With
+/// `honour_session_loss`, a client whose lock session is known lost records the write as
+/// failed and does not send it.
 async fn critical_section(
     rec: &mut Recorder,
     resource: &mut ResourceClient,
+    lock: &mut dyn LockClient,
     grant: &Grant,
     config: &WorkerConfig,
 ) -> anyhow::Result<()> {
@@ -135,6 +138,13 @@ async fn critical_section(
         e.token = grant.token;
         e.value = new_value.into();
     })?;
+    if config.workload.honour_session_loss && lock.session_lost() {
+        return rec.record(EventType::Fail, "write", |e| {
+            e.token = grant.token;
+            e.value = new_value.into();
+            e.error = Some("session lost; write not sent".into());
+        });
+    }
     let write = Request::Write { key, client: config.process, token: grant.token, value: new_value };
     let (kind, error) = match resource.call(&write).await {
         Ok(resp) if resp.ok => (EventType::Ok, None),

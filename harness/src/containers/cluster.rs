@@ -110,6 +110,20 @@ impl Cluster {
         Ipv4Addr::new(self.prefix[0], self.prefix[1], self.prefix[2], host_octet)
     }
 
+    /// The run's fixed addressing, known before a container starts (a partition may be laid
+    /// before the workers exist): resource .5, node nK .(10+K), worker client-K .(100+K).
+    pub fn host_octet(name: &str) -> Option<u8> {
+        let number = |prefix: &str| name.strip_prefix(prefix).and_then(|k| k.parse::<u8>().ok()).filter(|k| *k >= 1);
+        match name {
+            "resource" => Some(5),
+            _ => number("n").filter(|k| *k <= 80).map(|k| 10 + k).or_else(|| number("client-").filter(|k| *k <= 150).map(|k| 100 + k)),
+        }
+    }
+
+    pub fn planned_ip(&self, name: &str) -> anyhow::Result<Ipv4Addr> {
+        Self::host_octet(name).map(|o| self.ip(o)).with_context(|| format!("no address for `{name}` in this run"))
+    }
+
     pub fn member(&self, name: &str) -> anyhow::Result<&Member> {
         self.members.iter().find(|m| m.name == name).with_context(|| format!("no container named {name} in this run"))
     }

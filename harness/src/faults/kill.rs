@@ -2,13 +2,14 @@
 //! whatever it kept only in memory (a lock without persistence) is gone. On a worker, the
 //! container is killed for good: the run then reports that worker as died.
 
-use super::{Fault, FaultContext};
+use super::{Fault, FaultContext, Injection};
 
 pub struct Kill;
 
 #[async_trait::async_trait]
 impl Fault for Kill {
-    async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+    async fn inject(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
+        let target = inj.target.as_str();
         if ctx.is_node(target)? {
             ctx.signal_server(target, "KILL").await?;
             // The process must be gone before a restart binds its port again.
@@ -18,7 +19,8 @@ impl Fault for Kill {
         }
     }
 
-    async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+    async fn heal(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
+        let target = inj.target.as_str();
         if ctx.is_node(target)? {
             ctx.backend.start_node(ctx.cluster, target).await
         } else {

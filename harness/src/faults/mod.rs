@@ -1,7 +1,9 @@
 //! Faults: one module each, behind one small trait. The nemesis records every inject and heal
 //! as events of process "nemesis", and heals whatever is still active at the end and on abort.
 
+pub mod clock_jump;
 pub mod kill;
+pub mod partition;
 pub mod pause;
 
 use crate::containers::{Cluster, Role};
@@ -17,7 +19,12 @@ pub struct FaultContext<'a> {
 impl FaultContext<'_> {
     /// Whether `target` names a node (its server process is the target) or a worker.
     pub fn is_node(&self, target: &str) -> anyhow::Result<bool> {
-        Ok(self.cluster.member(target)?.role == Role::Node)
+        match self.cluster.member(target) {
+            Ok(m) => Ok(m.role == Role::Node),
+            // Workers may not have started yet (faults laid at 0 ms); nodes always have.
+            Err(_) if target.starts_with("client-") => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Sends a signal to the backend's server process inside a node.
@@ -27,17 +34,42 @@ impl FaultContext<'_> {
     }
 }
 
+/// One fault as applied: what, on which member (a node `nK` or a worker `client-K`), and its
+/// parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Injection {
+    pub fault: FaultKind,
+    pub target: String,
+    /// partition: the members the target is cut off from.
+    pub from: Vec<String>,
+    /// clock-jump: the offset.
+    pub offset_ms: Option<i64>,
+}
+
+impl Injection {
+    /// The parameters in words, for the history's `detail` and the progress lines.
+    pub fn detail(&self) -> Option<String> {
+        match self.fault {
+            FaultKind::Partition => Some(format!("from {}", self.from.join(", "))),
+            FaultKind::ClockJump => self.offset_ms.map(clock_jump::offset_text),
+            _ => None,
+        }
+    }
+}
+
 #[async_trait::async_trait]
 pub trait Fault: Send + Sync {
-    /// Starts the fault on one member of the cluster (a node or a worker container name).
-    async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()>;
+    /// Starts the fault.
+    async fn inject(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()>;
     /// Undoes it. Must be safe to call on a target that has already been healed or has exited.
-    async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()>;
+    async fn heal(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()>;
 }
 
 pub fn fault_for(kind: FaultKind) -> Box<dyn Fault> {
     match kind {
         FaultKind::Pause => Box::new(pause::Pause),
         FaultKind::Kill => Box::new(kill::Kill),
+        FaultKind::Partition => Box::new(partition::Partition),
+        FaultKind::ClockJump => Box::new(clock_jump::ClockJump),
     }
 }

@@ -2,13 +2,14 @@
 //! container's PID 1, the client itself, so the real client freezes as in a GC pause or a VM
 //! steal; on a node it goes to the backend's server process.
 
-use super::{Fault, FaultContext};
+use super::{Fault, FaultContext, Injection};
 
 pub struct Pause;
 
 #[async_trait::async_trait]
 impl Fault for Pause {
-    async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+    async fn inject(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
+        let target = inj.target.as_str();
         if ctx.is_node(target)? {
             ctx.signal_server(target, "STOP").await
         } else {
@@ -16,7 +17,8 @@ impl Fault for Pause {
         }
     }
 
-    async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+    async fn heal(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
+        let target = inj.target.as_str();
         let result = if ctx.is_node(target)? {
             ctx.signal_server(target, "CONT").await
         } else {

@@ -5,6 +5,7 @@
 //! The controller hands a worker its backend as a serialisable `ClientConfig`, so a new backend
 //! adds a module, a `BackendKind` variant and a `ClientConfig` variant.
 
+pub mod etcd;
 pub mod redis_server;
 pub mod redis_single;
 pub mod redlock;
@@ -20,6 +21,8 @@ use std::time::Duration;
 pub enum ClientConfig {
     RedisSingle { addr: String },
     Redlock { addrs: Vec<String> },
+    /// The members' client endpoints, `IP:2379`.
+    Etcd { endpoints: Vec<String> },
 }
 
 /// A lock as the client believes it holds it.
@@ -49,6 +52,11 @@ pub trait LockClient: Send {
     async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError>;
     /// Releases only if still ours; `Refused` when the lock had already expired or passed on.
     async fn release(&mut self, key: &str, grant: &Grant) -> Result<(), LockError>;
+    /// Whether the backend has told the client its grant is gone (etcd: the lease expired or
+    /// could not be renewed in time). Backends without sessions never know: false.
+    fn session_lost(&self) -> bool {
+        false
+    }
 }
 
 #[async_trait::async_trait]
@@ -57,6 +65,11 @@ pub trait BackendSetup: Send + Sync {
     fn node_count(&self) -> usize;
     /// The server's process name in a node, for pause and kill faults on nodes.
     fn server_process(&self) -> &'static str;
+    /// Why clock faults cannot reach this backend's servers, or None when they can (the
+    /// servers then run under libfaketime, reading their offset from `faults::clock::OFFSET_FILE`).
+    fn clock_faults_unsupported(&self) -> Option<&'static str> {
+        Some("its servers do not run under libfaketime")
+    }
     /// Starts (or, after a kill, restarts) the server in one node and waits until it answers.
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()>;
     /// Starts the servers inside all running nodes; by default each on its own, in parallel.
@@ -71,10 +84,12 @@ pub trait BackendSetup: Send + Sync {
     fn client_config(&self, cluster: &Cluster) -> ClientConfig;
 }
 
-pub fn setup_for(kind: BackendKind) -> Box<dyn BackendSetup> {
+/// `faketime`: run the servers under libfaketime, so clock faults can move their clocks.
+pub fn setup_for(kind: BackendKind, faketime: bool) -> Box<dyn BackendSetup> {
     match kind {
-        BackendKind::RedisSingle => Box::new(redis_single::Setup),
-        BackendKind::Redlock => Box::new(redlock::Setup),
+        BackendKind::RedisSingle => Box::new(redis_single::Setup { faketime }),
+        BackendKind::Redlock => Box::new(redlock::Setup { faketime }),
+        BackendKind::Etcd => Box::new(etcd::Setup),
     }
 }
 
@@ -88,5 +103,6 @@ pub async fn connect_client(
             Ok(Box::new(redis_single::Client::connect(addr, lock.clone(), op_timeout).await?))
         }
         ClientConfig::Redlock { addrs } => Ok(Box::new(redlock::Client::new(addrs, lock.clone()))),
+        ClientConfig::Etcd { endpoints } => Ok(Box::new(etcd::Client::new(endpoints, lock.clone(), op_timeout))),
     }
 }

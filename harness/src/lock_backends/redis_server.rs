@@ -19,20 +19,27 @@ else
 end"#;
 
 /// Starts redis-server in `node` without persistence (a restart forgets every lock, which the
-/// restart scenarios rely on) and waits until it answers PING.
-pub async fn start(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+/// restart scenarios rely on) and waits until it answers PING. With `faketime`, it runs under
+/// libfaketime reading its clock offset from the node's offset file (see faults/clock_jump.rs);
+/// Debian's redis-server then needs the jemalloc stand-in, or it hangs at start.
+pub async fn start(cluster: &Cluster, node: &str, faketime: bool) -> anyhow::Result<()> {
     let port = PORT.to_string();
     let log = format!("/lockchaos/logs/{node}-redis.log");
-    cluster
-        .exec_ok(
-            node,
-            &[
-                "redis-server", "--bind", "0.0.0.0", "--port", &port, "--protected-mode", "no",
-                "--save", "", "--appendonly", "no", "--daemonize", "yes", "--logfile", &log,
-            ],
-        )
-        .await
-        .with_context(|| format!("starting redis-server in {node}"))?;
+    let mut cmd: Vec<String> = vec![];
+    if faketime {
+        crate::faults::clock_jump::prepare(cluster, node).await?;
+        cmd.push("env".into());
+        cmd.extend(crate::faults::clock_jump::env_args());
+    }
+    cmd.extend(
+        [
+            "redis-server", "--bind", "0.0.0.0", "--port", &port, "--protected-mode", "no",
+            "--save", "", "--appendonly", "no", "--daemonize", "yes", "--logfile", &log,
+        ]
+        .map(String::from),
+    );
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    cluster.exec_ok(node, &cmd).await.with_context(|| format!("starting redis-server in {node}"))?;
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let (code, out) = cluster.exec(node, &["redis-cli", "-p", &port, "ping"]).await?;

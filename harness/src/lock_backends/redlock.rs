@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 pub const NODES: usize = 5;
 
-pub struct Setup;
+pub struct Setup {
+    pub faketime: bool,
+}
 
 #[async_trait::async_trait]
 impl BackendSetup for Setup {
@@ -25,8 +27,12 @@ impl BackendSetup for Setup {
         redis_server::PROCESS
     }
 
+    fn clock_faults_unsupported(&self) -> Option<&'static str> {
+        None
+    }
+
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
-        redis_server::start(cluster, node).await
+        redis_server::start(cluster, node, self.faketime).await
     }
 
     fn client_config(&self, cluster: &Cluster) -> ClientConfig {

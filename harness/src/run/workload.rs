@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const RESOURCE_PORT: u16 = 7000;
-const RESOURCE_OCTET: u8 = 5;
 const BIN: &str = "/usr/local/bin/lockchaos";
 /// The run folder inside every container.
 const RUN_MOUNT: &str = "/lockchaos/run";
@@ -28,16 +27,16 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
     let s = &ctx.loaded.scenario;
     reporter.event(RunEvent::Stage("provision".into()));
     let mut cluster = Cluster::create(docker, &ctx.dir.run_id, IMAGE, ctx.seed).await?;
-    let backend = lock_backends::setup_for(s.backend);
+    let backend = lock_backends::setup_for(s.backend, s.nemesis.has_clock_faults());
     let binds = vec![
         (ctx.exe.clone(), BIN.to_string(), true),
         (ctx.dir.path.clone(), RUN_MOUNT.to_string(), false),
         (ctx.dir.path.join("logs"), "/lockchaos/logs".to_string(), false),
     ];
-    let spec = |name: String, role: Role, host_octet: u8, cmd: Vec<String>| ContainerSpec {
+    let spec = |name: String, role: Role, cmd: Vec<String>| ContainerSpec {
+        host_octet: Cluster::host_octet(&name).expect("names follow the addressing scheme"),
         name,
         role,
-        host_octet,
         cmd,
         // LOCKCHAOS_LOG sets the containers' log filter (default: info), e.g. for a client's
         // per-node replies at debug level.
@@ -47,7 +46,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
     };
     for i in 1..=backend.node_count() {
         let cmd = vec!["sleep".into(), "infinity".into()];
-        cluster.start(spec(format!("n{i}"), Role::Node, 10 + i as u8, cmd)).await?;
+        cluster.start(spec(format!("n{i}"), Role::Node, cmd)).await?;
     }
     check_binary_runs_in_image(&cluster).await?;
 
@@ -63,11 +62,23 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
         "--t0-ns".into(),
         ctx.clock.t0_ns.to_string(),
     ];
-    let resource = cluster.start(spec("resource".into(), Role::Resource, RESOURCE_OCTET, resource_cmd)).await?;
+    let resource = cluster.start(spec("resource".into(), Role::Resource, resource_cmd)).await?;
     backend.start(&cluster).await.with_context(|| format!("starting the {} backend", s.backend.name()))?;
     wait_for_port(&cluster, "resource", RESOURCE_PORT).await?;
 
     let limit_ms = s.time_limit_secs * 1000;
+    let mut record = WorkloadRecord::default();
+    let plan = schedule::plan(&s.nemesis, s.clients, backend.node_count() as u32, limit_ms, ctx.seed);
+    let mut nemesis = Nemesis::new(plan, EventLog::create(&ctx.dir.nemesis_events())?, ctx.clock);
+    let mut live = LiveHistory::new((1..=s.clients as u64).map(|k| (k, ctx.dir.worker_events(k))));
+    // Steps at 0 ms (e.g. a partition for the whole run) are in place before any client starts:
+    // a client must not win its first grant on the far side of a partition.
+    {
+        let fault_ctx = FaultContext { cluster: &cluster, backend: backend.as_ref() };
+        for change in nemesis.tick(&fault_ctx, &live, 0).await? {
+            report_fault(&reporter, &mut record, change);
+        }
+    }
     let workload_start = ctx.clock.now();
     let stop_at = workload_start + limit_ms * 1_000_000;
     let client_config = backend.client_config(&cluster);
@@ -85,15 +96,11 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
         let file = ctx.dir.path.join("workers").join(format!("client-{k}.config.json"));
         std::fs::write(&file, serde_json::to_vec_pretty(&config)?)?;
         let cmd = vec![BIN.into(), "worker".into(), "--config".into(), format!("{RUN_MOUNT}/workers/client-{k}.config.json")];
-        cluster.start(spec(format!("client-{k}"), Role::Worker, 100 + k as u8, cmd)).await?;
+        cluster.start(spec(format!("client-{k}"), Role::Worker, cmd)).await?;
     }
 
     reporter.event(RunEvent::Stage("workload".into()));
-    let plan = schedule::plan(&s.nemesis, s.clients, backend.node_count() as u32, limit_ms, ctx.seed);
     let fault_ctx = FaultContext { cluster: &cluster, backend: backend.as_ref() };
-    let mut nemesis = Nemesis::new(plan, EventLog::create(&ctx.dir.nemesis_events())?, ctx.clock);
-    let mut live = LiveHistory::new((1..=s.clients as u64).map(|k| (k, ctx.dir.worker_events(k))));
-    let mut record = WorkloadRecord::default();
     let mut died: BTreeMap<u64, WorkerStatus> = BTreeMap::new();
     let mut last_state_check = Instant::now();
     let result: anyhow::Result<()> = async {
@@ -132,7 +139,8 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
 
 fn report_fault(reporter: &Arc<dyn Reporter>, record: &mut WorkloadRecord, change: FaultChange) {
     let verb = if change.started { "start" } else { "stop" };
-    let description = format!("{} {} {}", change.fault.name(), verb, change.target);
+    let detail = change.detail.map(|d| format!(" ({d})")).unwrap_or_default();
+    let description = format!("{} {} {}{detail}", change.fault.name(), verb, change.target);
     if let Some(e) = change.error {
         let w = format!("{description} failed: {e}");
         reporter.event(RunEvent::Warning(w.clone()));

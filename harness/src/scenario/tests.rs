@@ -33,7 +33,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "typo in a field name",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[workload]\nwrok_ms = 5\n",
-        "f.toml:5: field 'workload.wrok_ms': unknown field `wrok_ms`, expected one of `key`, `work_ms`, `think_ms`, `op_timeout_ms`",
+        "f.toml:5: field 'workload.wrok_ms': unknown field `wrok_ms`, expected one of `key`, `work_ms`, `think_ms`, `op_timeout_ms`, `honour_session_loss`",
     ),
     (
         "wrong type",
@@ -48,7 +48,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "unknown backend",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"zookeeper\"\n",
-        "f.toml:3: field 'backend': unknown variant `zookeeper`, expected `redis-single` or `redlock`",
+        "f.toml:3: field 'backend': unknown variant `zookeeper`, expected one of `redis-single`, `redlock`, `etcd`",
     ),
     (
         "bad expectation",
@@ -74,6 +74,21 @@ const BAD: &[(&str, &str, &str)] = &[
         "unknown trigger",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"kill\"\ntarget = \"n1\"\nduration_ms = 1\nwhen = \"later\"\n",
         "f.toml:10: field 'nemesis.timeline[0].when': unknown variant `later`, expected `in-section`",
+    ),
+    (
+        "partition without `from`",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"client-1\"\nduration_ms = 1\n",
+        "f.toml:7: field 'nemesis.timeline[0].fault': a partition needs `from`: the members to cut the target off from",
+    ),
+    (
+        "clock jump on a client",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"clock-jump\"\ntarget = \"client-1\"\noffset_ms = 5\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': a clock-jump needs a node target (nK or random-node)",
+    ),
+    (
+        "partition from a node the backend lacks",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"client-1\"\nfrom = [\"n4\", \"n6\"]\nduration_ms = 1\n",
+        "f.toml:9: field 'nemesis.timeline[0].from[1]': target n6 but the redlock backend has 5 node(s)",
     ),
     (
         "fault after the time limit",

@@ -35,7 +35,7 @@ fn config(dir: &std::path::Path, resource: SocketAddr, run_ms: u64) -> WorkerCon
         stop_at: run_ms * 1_000_000,
         backend: ClientConfig::RedisSingle { addr: "unused:0".into() },
         lock: LockParams { ttl_ms: 1500, acquire_timeout_ms: 100, retry_ms: 10, ..LockParams::default() },
-        workload: Workload { key: "ledger".into(), work_ms: 5, think_ms: 5, op_timeout_ms: 500 },
+        workload: Workload { key: "ledger".into(), work_ms: 5, think_ms: 5, op_timeout_ms: 500, honour_session_loss: false },
         resource,
         events: dir.join("client-3.jsonl"),
     }
