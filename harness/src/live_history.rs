@@ -26,15 +26,14 @@ pub enum Phase {
 pub struct LiveHistory {
     tails: BTreeMap<u64, Tail>,
     phases: BTreeMap<u64, Phase>,
-    /// Critical sections entered so far, by anyone; and per client, the count at its last entry.
-    sections_entered: u64,
+    /// Per client, the run time (ns) of its last section entry (its read ok).
     entered_at: BTreeMap<u64, u64>,
 }
 
 impl LiveHistory {
     pub fn new(files: impl IntoIterator<Item = (u64, PathBuf)>) -> Self {
         let tails = files.into_iter().map(|(p, path)| (p, Tail { path, offset: 0, partial: String::new() })).collect();
-        LiveHistory { tails, phases: BTreeMap::new(), sections_entered: 0, entered_at: BTreeMap::new() }
+        LiveHistory { tails, phases: BTreeMap::new(), entered_at: BTreeMap::new() }
     }
 
     /// Reads what the workers appended since the last poll and updates their phases.
@@ -56,8 +55,7 @@ impl LiveHistory {
                     let phase = self.phases.entry(*process).or_default();
                     let next = next_phase(*phase, &ev);
                     if next == Phase::InSection && *phase != Phase::InSection {
-                        self.sections_entered += 1;
-                        self.entered_at.insert(*process, self.sections_entered);
+                        self.entered_at.insert(*process, ev.time);
                     }
                     *phase = next;
                     out.push(ev);
@@ -72,14 +70,10 @@ impl LiveHistory {
         self.phases.get(&process).copied().unwrap_or_default()
     }
 
-    /// How many critical sections have been entered so far (by any client).
-    pub fn sections_entered(&self) -> u64 {
-        self.sections_entered
-    }
-
-    /// Clients inside a critical section that they entered after `since` sections had been.
-    pub fn entered_since(&self, since: u64) -> Vec<u64> {
-        self.in_section().into_iter().filter(|c| self.entered_at.get(c).is_some_and(|n| *n > since)).collect()
+    /// Clients inside a critical section that they entered at or after run time `since_ns`
+    /// (by their own event's time, so a slow poll loop does not move the trigger).
+    pub fn entered_since(&self, since_ns: u64) -> Vec<u64> {
+        self.in_section().into_iter().filter(|c| self.entered_at.get(c).is_some_and(|t| *t >= since_ns)).collect()
     }
 
     /// Clients currently inside their critical section.
@@ -121,7 +115,7 @@ mod tests {
         write!(f, "{b}").unwrap();
         assert_eq!(live.poll().len(), 1);
         assert_eq!(live.in_section(), vec![1]);
-        assert_eq!((live.sections_entered(), live.entered_since(0), live.entered_since(1)), (1, vec![1], vec![]));
+        assert_eq!((live.entered_since(1), live.entered_since(2)), (vec![1], vec![]));
         write!(f, "{}", line("invoke", "write")).unwrap();
         live.poll();
         assert_eq!(live.phase(1), Phase::Holding);

@@ -30,8 +30,8 @@ pub struct FaultChange {
 
 pub struct Nemesis {
     pending: VecDeque<PlannedFault>,
-    /// Sections entered (LiveHistory::sections_entered) when the front step fell due.
-    armed_at: Option<u64>,
+    /// Run time (ns) at which the workload started: steps' at_ms count from there.
+    workload_start_ns: u64,
     /// at_ms of the last triggered step that fired, and the clients in section then.
     fired_group: Option<u64>,
     group_holders: Vec<u64>,
@@ -42,7 +42,11 @@ pub struct Nemesis {
 
 impl Nemesis {
     pub fn new(plan: Vec<PlannedFault>, log: EventLog, clock: RunClock) -> Self {
-        Nemesis { pending: plan.into(), armed_at: None, fired_group: None, group_holders: vec![], active: vec![], log, clock }
+        Nemesis { pending: plan.into(), workload_start_ns: 0, fired_group: None, group_holders: vec![], active: vec![], log, clock }
+    }
+
+    pub fn set_workload_start(&mut self, run_time_ns: u64) {
+        self.workload_start_ns = run_time_ns;
     }
 
     /// Starts due faults and heals expired ones; `now_ms` counts from the workload's start.
@@ -70,8 +74,7 @@ impl Nemesis {
             } else if self.fired_group == Some(step.at_ms) {
                 self.group_holders.clone()
             } else {
-                let since = *self.armed_at.get_or_insert(live.sections_entered());
-                live.entered_since(since)
+                live.entered_since(self.workload_start_ns + step.at_ms * 1_000_000)
             };
             let waiting = triggered && section.is_empty();
             let target = match &step.target {
@@ -86,13 +89,11 @@ impl Nemesis {
                     break; // wait for a holder; later steps wait behind this one
                 }
                 self.pending.pop_front();
-                self.armed_at = None;
                 let injection = Injection { fault: step.fault, target: "none".into(), from: vec![], offset_ms: step.offset_ms };
                 self.record(&injection, "skipped", Some(format!("no client entered its critical section within {HOLDER_WAIT_MS} ms")))?;
                 continue;
             };
             self.pending.pop_front();
-            self.armed_at = None;
             if triggered {
                 self.fired_group = Some(step.at_ms);
                 self.group_holders = section;

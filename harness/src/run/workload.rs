@@ -81,6 +81,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
     }
     let workload_start = ctx.clock.now();
     let stop_at = workload_start + limit_ms * 1_000_000;
+    nemesis.set_workload_start(workload_start);
     let client_config = backend.client_config(&cluster);
     for k in 1..=s.clients as u64 {
         let config = WorkerConfig {
@@ -114,7 +115,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
             for change in nemesis.tick(&fault_ctx, &live, elapsed_ms).await? {
                 report_fault(&reporter, &mut record, change);
             }
-            if last_state_check.elapsed() > Duration::from_millis(500) {
+            if last_state_check.elapsed() > Duration::from_secs(2) {
                 last_state_check = Instant::now();
                 find_dead_workers(&cluster, &ctx, s.clients as u64, &mut died, &reporter).await?;
             }

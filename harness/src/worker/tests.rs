@@ -122,3 +122,44 @@ async fn an_unreachable_resource_makes_the_read_info_and_skips_the_write() {
     assert_eq!(shape(&evs), ["invoke acquire", "ok acquire", "invoke read", "info read", "invoke release", "ok release"]);
     assert!(evs[3].error.is_some());
 }
+
+/// A lock whose session is always reported lost (an etcd lease that expired while paused).
+struct LostSession;
+
+#[async_trait::async_trait]
+impl LockClient for LostSession {
+    async fn acquire(&mut self, _key: &str, _timeout: Duration) -> Result<Grant, LockError> {
+        Ok(grant(Some(4)))
+    }
+    async fn release(&mut self, _key: &str, _grant: &Grant) -> Result<(), LockError> {
+        Ok(())
+    }
+    fn session_lost(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_lost_session_skips_the_write_only_when_the_worker_honours_it() {
+    for honour in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = start_resource(dir.path()).await;
+        let mut cfg = config(dir.path(), addr, 1);
+        cfg.workload.honour_session_loss = honour;
+        run_with(&cfg, Box::new(LostSession), ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
+        let evs = events(&cfg.events);
+        let written = if honour { "fail write" } else { "ok write" };
+        assert_eq!(
+            shape(&evs),
+            ["invoke acquire", "ok acquire", "invoke read", "ok read", "invoke write", written, "invoke release", "ok release"]
+        );
+        let resource_writes = events(&dir.path().join("resource.jsonl")).iter().filter(|e| e.f == "write").count();
+        if honour {
+            assert_eq!(evs[5].error.as_deref(), Some("session lost; write not sent"));
+            assert_eq!((evs[5].token, evs[5].value.as_i64()), (Some(4), Some(1)));
+            assert_eq!(resource_writes, 0, "the write never reached the resource");
+        } else {
+            assert_eq!(resource_writes, 1);
+        }
+    }
+}
