@@ -3,6 +3,7 @@
 //! Exit status: 0 when a run's outcome matches the scenario's `expect`, 1 when it does not,
 //! 2 when it is unknown or on error.
 
+mod check_command;
 mod clock;
 mod containers;
 mod event_log;
@@ -53,6 +54,24 @@ enum Command {
         /// Only the final verdict line (and warnings).
         #[arg(long)]
         quiet: bool,
+    },
+    /// Check a history (ours or Jepsen's EDN) or a run folder: lock safety, fencing, holder
+    /// overlap, and with --model linearizability. Exit 0 valid, 1 invalid, 2 unknown or error.
+    Check {
+        /// history.jsonl, a Jepsen history.edn, or a run folder.
+        file: PathBuf,
+        /// Check linearizability against this model (its verdict then decides).
+        #[arg(long, value_parser = parse_model)]
+        model: Option<checker::linearizability::ModelKind>,
+        /// jsonl or edn (default: from the extension, else from the content).
+        #[arg(long, value_parser = parse_format)]
+        format: Option<checker::HistoryFormat>,
+        /// Seconds for the linearizability search; past it the verdict is unknown.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+        /// Print the results object as JSON on stdout.
+        #[arg(long)]
+        json: bool,
     },
     /// List the scenarios with their expectations and descriptions.
     List {
@@ -115,6 +134,14 @@ enum MethodArg {
     Dockerfile,
 }
 
+fn parse_model(s: &str) -> Result<checker::linearizability::ModelKind, String> {
+    s.parse()
+}
+
+fn parse_format(s: &str) -> Result<checker::HistoryFormat, String> {
+    s.parse().map_err(|e| format!("{e}"))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
@@ -162,10 +189,17 @@ async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 (_, false) => 1,
             }))
         }
+        Command::Check { file, model, format, timeout, json } => check_command::run(check_command::CheckArgs {
+            file,
+            model,
+            format,
+            timeout: std::time::Duration::from_secs(timeout),
+            json,
+        }),
         Command::List { dir } => {
             for entry in scenario_catalog::list(dir.as_deref())? {
                 match entry {
-                    Ok(s) => println!("{:<40} {:<10} {}", s.name, s.scenario.expect, s.scenario.description),
+                    Ok(s) => println!("{:<38} {:<10} {}", s.name, s.scenario.expect.to_string(), s.scenario.description),
                     Err(e) => println!("{e}"),
                 }
             }

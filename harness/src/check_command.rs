@@ -1,0 +1,107 @@
+//! `lockchaos check FILE`: the checker on its own, for our histories and for Jepsen's.
+//!
+//! Without `--model`, the lock properties decide (as in a run); with `--model`, the
+//! linearizability verdict decides and the lock properties are shown for information (a Jepsen
+//! register history has no resource records, so they do not apply to it).
+//! Exit status, Jepsen's convention: 0 valid, 1 invalid, 2 unknown or error.
+
+use anyhow::Context;
+use checker::linearizability::{self, ModelKind};
+use checker::{CheckOptions, HistoryFormat, Verdict};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+pub struct CheckArgs {
+    pub file: PathBuf,
+    pub model: Option<ModelKind>,
+    pub format: Option<HistoryFormat>,
+    pub timeout: Duration,
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct CheckReport {
+    file: PathBuf,
+    events: usize,
+    warnings: Vec<String>,
+    outcome: Verdict,
+    /// The lock properties (resource safety, fencing, holder overlap).
+    properties: checker::CheckResults,
+    linearizability: Option<linearizability::Linearizability>,
+}
+
+pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let file = history_path(&args.file);
+    let parsed = checker::read_history_file_as(&file, args.format)?;
+    let properties = checker::check(&parsed.events, &CheckOptions::default());
+    let lin = args
+        .model
+        .map(|m| linearizability::check(&parsed.events, m, args.timeout))
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let outcome = lin.as_ref().map(|l| l.verdict).unwrap_or(properties.outcome);
+    let report = CheckReport { file, events: parsed.events.len(), warnings: parsed.warnings, outcome, properties, linearizability: lin };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).context("serialising the results")?);
+    } else {
+        print_human(&report);
+    }
+    Ok(ExitCode::from(match outcome {
+        Verdict::Valid => 0,
+        Verdict::Invalid => 1,
+        Verdict::Unknown => 2,
+    }))
+}
+
+/// A run folder stands for its history.jsonl.
+fn history_path(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join("history.jsonl")
+    } else {
+        path.to_path_buf()
+    }
+}
+
+fn print_human(r: &CheckReport) {
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+    let p = &r.properties;
+    let rs = &p.resource_safety;
+    let decides = |name: &str| if r.linearizability.is_none() && p.decides_outcome(name) { "" } else { " (informational)" };
+    println!(
+        "resource_safety: {}{} — lost updates {}, interleaved sections {}, accepted writes {}, rejected writes {}",
+        rs.verdict, decides("resource_safety"), rs.lost_updates, rs.interleaved_sections, rs.accepted_writes, rs.rejected_writes
+    );
+    let f = &p.fencing;
+    println!(
+        "fencing: {}{} — grants with token {}, non-increasing grants {}, accepted out of order {}, stale writes rejected {}",
+        f.verdict, decides("fencing"), f.grants_with_token, f.non_increasing_grants, f.accepted_writes_out_of_order, f.stale_writes_rejected
+    );
+    let o = &p.holder_overlap;
+    println!(
+        "holder_overlap: {}{} — overlaps {}, total {:.0} ms, longest {:.0} ms",
+        o.verdict, decides("holder_overlap"), o.overlaps, o.total_overlap_ms, o.longest_overlap_ms
+    );
+    if let Some(l) = &r.linearizability {
+        println!(
+            "linearizability ({}): {} — {} operations ({} indeterminate) in {} partition(s)",
+            l.model, l.verdict, l.operations, l.indeterminate, l.partitions
+        );
+        for failure in &l.failures {
+            println!(
+                "  partition {}: linearizable up to {} operation(s); none of operations {:?} can come next (state {})",
+                failure.partition,
+                failure.longest_prefix.len(),
+                failure.unplaceable,
+                failure.state
+            );
+        }
+        for p in &l.timed_out_partitions {
+            println!("  partition {p}: undecided within the time limit");
+        }
+    }
+    println!("{}: {} ({} events)", r.file.display(), r.outcome, r.events);
+}
