@@ -107,8 +107,11 @@ fn header(r: &RunResults) -> String {
 fn properties(c: &CheckResults) -> String {
     let mut rows = String::new();
     for (name, verdict) in c.verdicts() {
+        // Evidence-only properties (believed overlaps, fencing without tokens) are marked, so
+        // a reader sees which verdicts the outcome rests on.
+        let role = if c.decides_outcome(name) { "" } else { "<br><small>informational</small>" };
         rows.push_str(&format!(
-            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}{role}</td><td class=\"{}\">{}</td><td>{}</td></tr>\n",
             esc(name),
             verdict_class(verdict),
             verdict,
@@ -126,8 +129,57 @@ fn properties(c: &CheckResults) -> String {
 fn property_details(name: &str, c: &CheckResults) -> String {
     match name {
         "resource_safety" => resource_safety_details(&c.resource_safety),
+        "fencing" => fencing_details(&c.fencing),
+        "holder_overlap" => holder_overlap_details(&c.holder_overlap),
         _ => String::new(),
     }
+}
+
+fn count_list(items: &[(&str, String, bool)], notes: &[String]) -> String {
+    let mut out = String::from("<ul class=\"counts\">");
+    for (label, value, bad) in items {
+        let class = if *bad { " class=\"bad\"" } else { "" };
+        out.push_str(&format!("<li{class}>{label}: {}</li>", esc(value)));
+    }
+    out.push_str("</ul>");
+    if !notes.is_empty() {
+        out.push_str("<ul class=\"notes\">");
+        for n in notes {
+            out.push_str(&format!("<li>{}</li>", esc(n)));
+        }
+        out.push_str("</ul>");
+    }
+    out
+}
+
+fn fencing_details(f: &checker::fencing::Fencing) -> String {
+    count_list(
+        &[
+            ("grants with a token", format!("{} of {}", f.grants_with_token, f.grants), false),
+            ("grants whose token did not increase", f.non_increasing_grants.to_string(), f.non_increasing_grants > 0),
+            ("writes accepted with a lower token", f.accepted_writes_out_of_order.to_string(), f.accepted_writes_out_of_order > 0),
+            ("stale writes rejected", f.stale_writes_rejected.to_string(), false),
+        ],
+        &f.notes,
+    )
+}
+
+fn holder_overlap_details(o: &checker::holder_overlap::HolderOverlap) -> String {
+    let ignoring = &o.believed_overlap_ignoring_validity;
+    count_list(
+        &[
+            ("acquires", o.acquires.to_string(), false),
+            ("overlapping holds (within validity)", o.overlaps.to_string(), o.overlaps > 0),
+            ("total overlap", format!("{:.0} ms", o.total_overlap_ms), false),
+            ("longest overlap", format!("{:.0} ms", o.longest_overlap_ms), false),
+            (
+                "ignoring validity (until release)",
+                format!("{} overlaps, {:.0} ms", ignoring.overlaps, ignoring.total_overlap_ms),
+                false,
+            ),
+        ],
+        &o.notes,
+    )
 }
 
 fn resource_safety_details(rs: &checker::ResourceSafety) -> String {
