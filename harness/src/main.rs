@@ -18,6 +18,7 @@ mod run;
 mod run_store;
 mod scenario;
 mod scenario_catalog;
+mod scenario_command;
 mod schedule;
 mod worker;
 
@@ -54,6 +55,9 @@ enum Command {
         /// Only the final verdict line (and warnings).
         #[arg(long)]
         quiet: bool,
+        /// Run the scenario this many times and print a tally (exit 0 only if every run matched).
+        #[arg(long, default_value_t = 1)]
+        test_count: u32,
     },
     /// Check a history (ours or Jepsen's EDN) or a run folder: lock safety, fencing, holder
     /// overlap, and with --model linearizability. Exit 0 valid, 1 invalid, 2 unknown or error.
@@ -162,32 +166,11 @@ fn main() -> ExitCode {
 
 async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Scenario { name, time_limit, seed, store, clients, quiet } => {
+        Command::Scenario { name, time_limit, seed, store, clients, quiet, test_count } => {
             let loaded = scenario_catalog::resolve(&name)?;
             let opts = run::RunOptions { store, time_limit_secs: time_limit, seed, clients };
             let reporter: Arc<dyn progress::Reporter> = Arc::from(progress::reporter(quiet));
-            let outcome = run::run(loaded, opts, reporter).await?;
-            let r = &outcome.results;
-            let rs = &r.properties.resource_safety;
-            println!(
-                "{}: outcome {} (expected {}) — lost updates {}, interleaved sections {}, accepted writes {}, stale writes rejected {} — {}",
-                r.scenario,
-                r.outcome,
-                r.expect,
-                rs.lost_updates,
-                rs.interleaved_sections,
-                rs.accepted_writes,
-                rs.rejected_writes,
-                outcome.dir.join("report.html").display()
-            );
-            for w in r.workers.iter().filter(|w| w.status != "finished") {
-                println!("  worker {} {} (exit code {:?})", w.name, w.status, w.exit_code);
-            }
-            Ok(ExitCode::from(match (r.outcome.as_str(), r.matches_expectation) {
-                ("unknown", _) => 2,
-                (_, true) => 0,
-                (_, false) => 1,
-            }))
+            scenario_command::run_series(loaded, opts, reporter, test_count.max(1)).await
         }
         Command::Check { file, model, format, timeout, json } => check_command::run(check_command::CheckArgs {
             file,

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 pub struct RunDir {
     pub store: PathBuf,
     pub path: PathBuf,
-    pub scenario: String,
     pub started: chrono::DateTime<chrono::Utc>,
     /// Value of the `lockchaos.run` label on everything this run creates.
     pub run_id: String,
@@ -35,7 +34,7 @@ impl RunDir {
         }
         let suffix: u16 = rand::random();
         let run_id = format!("{scenario}-{}-{suffix:04x}", folder.to_lowercase());
-        Ok(RunDir { store: store.canonicalize()?, path, scenario: scenario.into(), started, run_id })
+        Ok(RunDir { store: store.canonicalize()?, path, started, run_id })
     }
 
     pub fn worker_events(&self, process: u64) -> PathBuf {

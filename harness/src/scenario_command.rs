@@ -1,0 +1,84 @@
+//! `lockchaos scenario NAME [--test-count N]`: one or more runs of a scenario, each printed as
+//! one line, with a tally when there are several.
+
+use crate::progress::Reporter;
+use crate::run::{self, RunOptions};
+use crate::scenario::LoadedScenario;
+use reports::RunResults;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Runs the scenario `count` times (sequentially: runs share the machine's two cores).
+/// Exit status: 0 when every run matched its expectation, 1 when some did not, 2 when any run
+/// ended unknown or in error. An error or Ctrl-C stops the series.
+pub async fn run_series(
+    loaded: LoadedScenario,
+    opts: RunOptions,
+    reporter: Arc<dyn Reporter>,
+    count: u32,
+) -> anyhow::Result<ExitCode> {
+    let mut tally: Vec<RunResults> = vec![];
+    for i in 1..=count {
+        let outcome = match run::run(loaded.clone(), opts.clone(), reporter.clone()).await {
+            Ok(o) => o,
+            Err(e) if count > 1 => {
+                println!("run {i}/{count}: error: {}", format!("{e:#}").replace('\n', " "));
+                print_tally(&tally, count);
+                return Ok(ExitCode::from(2));
+            }
+            Err(e) => return Err(e),
+        };
+        let prefix = if count > 1 { format!("run {i}/{count}: ") } else { String::new() };
+        print_run(&prefix, &outcome.results, &outcome.dir.join("report.html"));
+        tally.push(outcome.results);
+    }
+    if count > 1 {
+        print_tally(&tally, count);
+    }
+    let unknown = tally.iter().any(|r| r.outcome == "unknown");
+    let all_match = tally.iter().all(|r| r.matches_expectation);
+    Ok(ExitCode::from(match (unknown, all_match) {
+        (true, _) => 2,
+        (false, true) => 0,
+        (false, false) => 1,
+    }))
+}
+
+fn print_run(prefix: &str, r: &RunResults, report: &std::path::Path) {
+    let rs = &r.properties.resource_safety;
+    println!(
+        "{prefix}{}: outcome {} (expected {}) — lost updates {}, interleaved sections {}, accepted writes {}, stale writes rejected {} — {}",
+        r.scenario,
+        r.outcome,
+        r.expect,
+        rs.lost_updates,
+        rs.interleaved_sections,
+        rs.accepted_writes,
+        rs.rejected_writes,
+        report.display()
+    );
+    for w in r.workers.iter().filter(|w| w.status != "finished") {
+        println!("  worker {} {} (exit code {:?})", w.name, w.status, w.exit_code);
+    }
+}
+
+/// `tally: 9/10 runs matched (violation expected: violation 9, safe 1, unknown 0); lost 7.1% of acknowledged updates`
+fn print_tally(runs: &[RunResults], planned: u32) {
+    let Some(first) = runs.first() else {
+        println!("tally: no run finished of {planned}");
+        return;
+    };
+    let count = |o: &str| runs.iter().filter(|r| r.outcome == o).count();
+    let matched = runs.iter().filter(|r| r.matches_expectation).count();
+    let lost: u64 = runs.iter().map(|r| r.properties.resource_safety.lost_updates).sum();
+    let acked: u64 = runs.iter().map(|r| r.properties.resource_safety.acknowledged_increments).sum();
+    let share = if acked > 0 { 100.0 * lost as f64 / acked as f64 } else { 0.0 };
+    println!(
+        "tally: {matched}/{} runs matched ({} expected: violation {}, safe {}, unknown {}); {lost} of {acked} acknowledged updates lost ({share:.1}%)",
+        runs.len(),
+        first.expect,
+        count("violation"),
+        count("safe"),
+        count("unknown"),
+    );
+}
