@@ -54,6 +54,8 @@ pub enum BackendKind {
     RedisSingle,
     /// Five independent Redis servers; Redlock's majority rule.
     Redlock,
+    /// A master with an asynchronous replica, and three Sentinels that fail over.
+    RedisSentinel,
     /// A 3-member etcd cluster: lease + lock key, token = the key's create_revision.
     Etcd,
 }
@@ -63,6 +65,7 @@ impl BackendKind {
         match self {
             BackendKind::RedisSingle => "redis-single",
             BackendKind::Redlock => "redlock",
+            BackendKind::RedisSentinel => "redis-sentinel",
             BackendKind::Etcd => "etcd",
         }
     }

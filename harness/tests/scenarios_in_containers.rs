@@ -52,6 +52,9 @@ const CASES: &[Case] = &[
     Case { scenario: "etcd-pause-fenced", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0), format!("expected stale writes rejected: {}", rs(r)))
     }},
+    Case { scenario: "redis-sentinel-failover", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
+        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
+    }},
     Case { scenario: "redis-single-restart-no-persistence", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
     }},

@@ -6,6 +6,7 @@
 //! adds a module, a `BackendKind` variant and a `ClientConfig` variant.
 
 pub mod etcd;
+pub mod redis_sentinel;
 pub mod redis_server;
 pub mod redis_single;
 pub mod redlock;
@@ -21,6 +22,8 @@ use std::time::Duration;
 pub enum ClientConfig {
     RedisSingle { addr: String },
     Redlock { addrs: Vec<String> },
+    /// The Sentinels, `IP:26379`.
+    RedisSentinel { sentinels: Vec<String> },
     /// The members' client endpoints, `IP:2379`.
     Etcd { endpoints: Vec<String> },
 }
@@ -89,6 +92,7 @@ pub fn setup_for(kind: BackendKind, faketime: bool) -> Box<dyn BackendSetup> {
     match kind {
         BackendKind::RedisSingle => Box::new(redis_single::Setup { faketime }),
         BackendKind::Redlock => Box::new(redlock::Setup { faketime }),
+        BackendKind::RedisSentinel => Box::new(redis_sentinel::Setup { faketime }),
         BackendKind::Etcd => Box::new(etcd::Setup),
     }
 }
@@ -103,6 +107,9 @@ pub async fn connect_client(
             Ok(Box::new(redis_single::Client::connect(addr, lock.clone(), op_timeout).await?))
         }
         ClientConfig::Redlock { addrs } => Ok(Box::new(redlock::Client::new(addrs, lock.clone()))),
+        ClientConfig::RedisSentinel { sentinels } => {
+            Ok(Box::new(redis_sentinel::Client::new(sentinels, lock.clone(), op_timeout)))
+        }
         ClientConfig::Etcd { endpoints } => Ok(Box::new(etcd::Client::new(endpoints, lock.clone(), op_timeout))),
     }
 }
