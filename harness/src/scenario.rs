@@ -58,6 +58,12 @@ pub enum BackendKind {
     RedisSentinel,
     /// A 3-member etcd cluster: lease + lock key, token = the key's create_revision.
     Etcd,
+    /// One Postgres server: session-level advisory lock on a direct connection.
+    PostgresSession,
+    /// The same session-level lock through PgBouncer in transaction pooling mode.
+    PostgresSessionPooler,
+    /// Transaction-level advisory lock; the counter is a table written in the same transaction.
+    PostgresXact,
 }
 
 impl BackendKind {
@@ -67,6 +73,9 @@ impl BackendKind {
             BackendKind::Redlock => "redlock",
             BackendKind::RedisSentinel => "redis-sentinel",
             BackendKind::Etcd => "etcd",
+            BackendKind::PostgresSession => "postgres-session",
+            BackendKind::PostgresSessionPooler => "postgres-session-pooler",
+            BackendKind::PostgresXact => "postgres-xact",
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
-use crate::lock_backends::{self, ClientConfig, Grant, LockClient, LockError};
+use crate::lock_backends::{self, ClientConfig, Grant, LockClient, LockError, TxResource};
 use crate::resource::client::{CallError, ResourceClient};
 use crate::resource::protocol::Request;
 use crate::scenario::{LockParams, Workload};
@@ -111,6 +111,9 @@ async fn critical_section(
     grant: &Grant,
     config: &WorkerConfig,
 ) -> anyhow::Result<()> {
+    if let Some(tx) = lock.transactional_resource() {
+        return transactional_section(rec, tx, config).await;
+    }
     let key = config.workload.key.clone();
     rec.record(EventType::Invoke, "read", |e| e.token = grant.token)?;
     let read = Request::Read { key: key.clone(), client: config.process, token: grant.token };
@@ -155,6 +158,28 @@ async fn critical_section(
         e.token = grant.token;
         e.value = new_value.into();
         e.error = error;
+    })
+}
+
+/// The same section against a resource inside the lock's transaction: the write commits (and
+/// so releases the lock) or nothing of the section is kept. No token: none is needed.
+async fn transactional_section(rec: &mut Recorder, tx: &mut dyn TxResource, config: &WorkerConfig) -> anyhow::Result<()> {
+    let key = config.workload.key.clone();
+    rec.record(EventType::Invoke, "read", |_| {})?;
+    let value = match tx.read(&key, config.process, rec.clock.now()).await {
+        Ok(v) => {
+            rec.record(EventType::Ok, "read", |e| e.value = v.into())?;
+            v
+        }
+        Err(err) => return rec.record(lock_error_type(&err), "read", |e| e.error = Some(err.to_string())),
+    };
+    tokio::time::sleep(Duration::from_millis(config.workload.work_ms)).await;
+    let new_value = value + 1;
+    rec.record(EventType::Invoke, "write", |e| e.value = new_value.into())?;
+    let result = tx.write_and_commit(&key, config.process, new_value, rec.clock.now()).await;
+    rec.record(result.as_ref().map_or_else(lock_error_type, |_| EventType::Ok), "write", |e| {
+        e.value = new_value.into();
+        e.error = result.as_ref().err().map(|err| err.to_string());
     })
 }
 

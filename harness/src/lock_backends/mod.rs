@@ -6,6 +6,7 @@
 //! adds a module, a `BackendKind` variant and a `ClientConfig` variant.
 
 pub mod etcd;
+pub mod postgres;
 pub mod redis_sentinel;
 pub mod redis_server;
 pub mod redis_single;
@@ -26,6 +27,10 @@ pub enum ClientConfig {
     RedisSentinel { sentinels: Vec<String> },
     /// The members' client endpoints, `IP:2379`.
     Etcd { endpoints: Vec<String> },
+    /// Session-level advisory locks at `IP:PORT` (the server, or PgBouncer in front of it).
+    PostgresSession { addr: String },
+    /// Transaction-level advisory lock, the counter written in the same transaction.
+    PostgresXact { addr: String },
 }
 
 /// A lock as the client believes it holds it.
@@ -60,6 +65,24 @@ pub trait LockClient: Send {
     fn session_lost(&self) -> bool {
         false
     }
+    /// Optional capability: a protected resource that commits or aborts together with the lock
+    /// (Postgres xact: a table written in the lock's transaction). When present, the worker
+    /// reads and writes through it instead of the ledger service, and the write's commit ends
+    /// the lock. None for every lock whose resource lives elsewhere.
+    fn transactional_resource(&mut self) -> Option<&mut dyn TxResource> {
+        None
+    }
+}
+
+/// A resource inside the lock's transaction. `time_ns` is the worker's run time, logged with
+/// the record so the resource's log shares the history's time axis.
+#[async_trait::async_trait]
+pub trait TxResource: Send {
+    /// Reads the counter inside the transaction (`Refused`: not read, nothing to commit).
+    async fn read(&mut self, key: &str, client: u64, time_ns: u64) -> Result<i64, LockError>;
+    /// Writes the counter and commits: `Refused` when it definitely did not commit, `Unknown`
+    /// when the commit's outcome is unknown.
+    async fn write_and_commit(&mut self, key: &str, client: u64, value: i64, time_ns: u64) -> Result<(), LockError>;
 }
 
 #[async_trait::async_trait]
@@ -85,6 +108,12 @@ pub trait BackendSetup: Send + Sync {
     }
     /// How workers reach the started backend.
     fn client_config(&self, cluster: &Cluster) -> ClientConfig;
+    /// The protected resource's records (process "resource"), read at the end of the workload,
+    /// when the backend keeps the resource itself (Postgres xact); None: the ledger service's
+    /// own log is the record.
+    async fn resource_records(&self, _cluster: &Cluster) -> anyhow::Result<Option<Vec<checker::Event>>> {
+        Ok(None)
+    }
 }
 
 /// `faketime`: run the servers under libfaketime, so clock faults can move their clocks.
@@ -94,6 +123,9 @@ pub fn setup_for(kind: BackendKind, faketime: bool) -> Box<dyn BackendSetup> {
         BackendKind::Redlock => Box::new(redlock::Setup { faketime }),
         BackendKind::RedisSentinel => Box::new(redis_sentinel::Setup { faketime }),
         BackendKind::Etcd => Box::new(etcd::Setup),
+        BackendKind::PostgresSession => Box::new(postgres::Setup { variant: postgres::setup::Variant::Session }),
+        BackendKind::PostgresSessionPooler => Box::new(postgres::Setup { variant: postgres::setup::Variant::SessionPooler }),
+        BackendKind::PostgresXact => Box::new(postgres::Setup { variant: postgres::setup::Variant::Xact }),
     }
 }
 
@@ -111,5 +143,11 @@ pub async fn connect_client(
             Ok(Box::new(redis_sentinel::Client::new(sentinels, lock.clone(), op_timeout)))
         }
         ClientConfig::Etcd { endpoints } => Ok(Box::new(etcd::Client::new(endpoints, lock.clone(), op_timeout))),
+        ClientConfig::PostgresSession { addr } => {
+            Ok(Box::new(postgres::session::Client::connect(addr, lock.clone(), op_timeout).await?))
+        }
+        ClientConfig::PostgresXact { addr } => {
+            Ok(Box::new(postgres::xact::Client::connect(addr, lock.clone(), op_timeout).await?))
+        }
     }
 }

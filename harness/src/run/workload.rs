@@ -135,6 +135,14 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
         s.lock.acquire_timeout_ms + s.workload.work_ms + 2 * s.workload.op_timeout_ms + s.workload.think_ms + 5000,
     );
     record.workers = wait_for_workers(&cluster, &ctx, s.clients as u64, died, grace).await?;
+    // A backend that keeps the protected resource itself (Postgres xact) hands over its log now,
+    // before teardown, as the resource's records.
+    if let Some(events) = backend.resource_records(&cluster).await.context("reading the backend's resource log")? {
+        let mut log = EventLog::create(&ctx.dir.resource_events())?;
+        for event in events {
+            log.append(event)?;
+        }
+    }
     Ok(record)
 }
 

@@ -48,7 +48,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "unknown backend",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"zookeeper\"\n",
-        "f.toml:3: field 'backend': unknown variant `zookeeper`, expected one of `redis-single`, `redlock`, `etcd`",
+        "f.toml:3: field 'backend': unknown variant `zookeeper`, expected one of `redis-single`, `redlock`, `redis-sentinel`, `etcd`",
     ),
     (
         "bad expectation",

@@ -1,0 +1,87 @@
+//! Postgres advisory locks, three ways, all against one server in n1:
+//! - `postgres-session`: `pg_try_advisory_lock` / `pg_advisory_unlock` on a direct connection;
+//!   the lock lives as long as the session (or until unlocked). No fencing token.
+//! - `postgres-session-pooler`: the same client, but through PgBouncer in transaction pooling
+//!   mode: each statement may run on another server connection, so a session lock is held by
+//!   whichever backend ran the lock call, not by the client (locks leak across clients).
+//! - `postgres-xact`: `pg_try_advisory_xact_lock` inside a transaction, and the protected counter
+//!   is a table in the same database, read and written in that transaction: lock and write
+//!   commit or abort together. The worker drives it through `LockClient::transactional_resource`.
+//!
+//! `setup` starts the server (and `pgbouncer` the pooler); `session` and `xact` are the clients.
+
+pub mod pgbouncer;
+pub mod session;
+pub mod setup;
+pub mod xact;
+
+pub use setup::Setup;
+
+use std::time::Duration;
+use tokio_postgres::{Client, NoTls};
+
+pub const PORT: u16 = 5432;
+pub const PROCESS: &str = "postgres";
+
+/// The advisory lock number for a lock name: FNV-1a (64 bit) of the name, stable across
+/// processes and builds (Rust's default hasher is randomly seeded).
+pub fn advisory_key(name: &str) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.as_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h as i64
+}
+
+/// Connects as `postgres` (trust) to `addr` (`IP:PORT`) and drives the connection in a task.
+pub async fn connect(addr: &str, timeout: Duration) -> Result<Client, String> {
+    let (host, port) = addr.rsplit_once(':').ok_or_else(|| format!("bad address {addr}"))?;
+    let mut config = tokio_postgres::Config::new();
+    config
+        .host(host)
+        .port(port.parse().map_err(|_| format!("bad port in {addr}"))?)
+        .user("postgres")
+        .dbname("postgres")
+        .application_name("lockchaos")
+        .connect_timeout(timeout);
+    let (client, connection) = tokio::time::timeout(timeout, config.connect(NoTls))
+        .await
+        .map_err(|_| format!("{addr}: no connection within {timeout:?}"))?
+        .map_err(|e| format!("{addr}: {e}"))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!("postgres connection ended: {e}");
+        }
+    });
+    Ok(client)
+}
+
+/// The first column of the first row of a simple query's reply.
+pub fn first_value(messages: &[tokio_postgres::SimpleQueryMessage]) -> Option<String> {
+    messages.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+        _ => None,
+    })
+}
+
+/// An error as one line, with the server's message when there is one.
+pub fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {} ({})", db.severity(), db.message(), db.code().code()),
+        None => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::advisory_key;
+
+    #[test]
+    fn advisory_keys_are_stable_and_distinct() {
+        // FNV-1a of the empty string is the offset basis.
+        assert_eq!(advisory_key(""), 0xcbf2_9ce4_8422_2325_u64 as i64);
+        assert_eq!(advisory_key("ledger"), advisory_key("ledger"));
+        assert_ne!(advisory_key("ledger"), advisory_key("ledger2"));
+    }
+}
