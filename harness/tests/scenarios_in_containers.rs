@@ -49,6 +49,9 @@ const CASES: &[Case] = &[
     Case { scenario: "redlock-clock-jump", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
     }},
+    Case { scenario: "postgres-session-pooler", secs: 6, disturb: Disturb::Nothing, exit: 0, check: |r| {
+        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
+    }},
     Case { scenario: "etcd-pause-fenced", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0), format!("expected stale writes rejected: {}", rs(r)))
     }},
@@ -109,7 +112,13 @@ fn run_case(case: &Case, root: &Path, store: PathBuf) -> Result<String, String> 
     if let Err(e) = (case.check)(&r) {
         problems.push(e);
     }
-    let server_log = if name.starts_with("etcd") { "logs/n1-etcd.log" } else { "logs/n1-redis.log" };
+    let server_log = if name.starts_with("etcd") {
+        "logs/n1-etcd.log"
+    } else if name.starts_with("postgres") {
+        "logs/n1-postgres.log"
+    } else {
+        "logs/n1-redis.log"
+    };
     for file in ["history.jsonl", "report.html", "scenario.toml", "run.json", server_log, "workers/client-2.jsonl"] {
         if !store.join("latest").join(file).exists() {
             problems.push(format!("missing {file}"));

@@ -17,6 +17,7 @@ pub mod xact;
 
 pub use setup::Setup;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_postgres::{Client, NoTls};
 
@@ -34,8 +35,28 @@ pub fn advisory_key(name: &str) -> i64 {
     h as i64
 }
 
+/// A connection, and why the server ended it when it did (e.g. "terminating connection due to
+/// idle-in-transaction timeout", which arrives outside any query).
+pub struct Session {
+    pub client: Client,
+    ended: Arc<Mutex<Option<String>>>,
+}
+
+impl Session {
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+    /// `what`, followed by the server's reason for ending the session when it gave one.
+    pub fn explain(&self, what: &str) -> String {
+        match self.ended.lock().expect("session end lock").as_deref() {
+            Some(reason) if !what.contains(reason) => format!("{what} ({reason})"),
+            _ => what.to_string(),
+        }
+    }
+}
+
 /// Connects as `postgres` (trust) to `addr` (`IP:PORT`) and drives the connection in a task.
-pub async fn connect(addr: &str, timeout: Duration) -> Result<Client, String> {
+pub async fn connect(addr: &str, timeout: Duration) -> Result<Session, String> {
     let (host, port) = addr.rsplit_once(':').ok_or_else(|| format!("bad address {addr}"))?;
     let mut config = tokio_postgres::Config::new();
     config
@@ -49,12 +70,15 @@ pub async fn connect(addr: &str, timeout: Duration) -> Result<Client, String> {
         .await
         .map_err(|_| format!("{addr}: no connection within {timeout:?}"))?
         .map_err(|e| format!("{addr}: {e}"))?;
+    let ended = Arc::new(Mutex::new(None));
+    let reason = ended.clone();
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!("postgres connection ended: {e}");
+            *reason.lock().expect("session end lock") = Some(describe(&e));
         }
     });
-    Ok(client)
+    Ok(Session { client, ended })
 }
 
 /// The first column of the first row of a simple query's reply.

@@ -6,11 +6,10 @@
 //! transaction mode cannot carry the extended protocol's named prepared statements across
 //! server connections, and this client runs unchanged behind it.
 
-use super::{advisory_key, connect, describe, first_value};
+use super::{advisory_key, connect, describe, first_value, Session};
 use crate::lock_backends::{Grant, LockClient, LockError};
 use crate::scenario::LockParams;
 use std::time::{Duration, Instant};
-use tokio_postgres::Client as PgClient;
 
 /// A session lock has no expiry: the grant is valid until released or the session ends.
 pub const UNBOUNDED: Duration = Duration::from_secs(24 * 3600);
@@ -19,7 +18,7 @@ pub struct Client {
     addr: String,
     lock: LockParams,
     op_timeout: Duration,
-    conn: Option<PgClient>,
+    conn: Option<Session>,
 }
 
 impl Client {
@@ -39,7 +38,7 @@ impl Client {
                 self.conn = Some(connect(&self.addr, timeout).await?);
             }
             let conn = self.conn.as_ref().expect("connected above");
-            let messages = conn.simple_query(sql).await.map_err(|e| describe(&e))?;
+            let messages = conn.client.simple_query(sql).await.map_err(|e| conn.explain(&describe(&e)))?;
             match first_value(&messages).as_deref() {
                 Some("t") => Ok(true),
                 Some("f") => Ok(false),

@@ -133,7 +133,7 @@ fn parse_row(line: &str) -> anyhow::Result<Event> {
 async fn wait_ready(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
     let deadline = Instant::now() + START_LIMIT;
     loop {
-        let (code, out) = cluster.exec(node, &[&format!("{BIN}/pg_isready"), "-h", "127.0.0.1", "-p", &PORT.to_string()]).await?;
+        let (code, out) = cluster.exec(node, &[&format!("{BIN}/pg_isready"), "-U", "postgres", "-h", "127.0.0.1", "-p", &PORT.to_string()]).await?;
         if code == 0 {
             return Ok(());
         }

@@ -10,7 +10,7 @@
 //! inside its transaction (a paused holder) for that long, and its lock and uncommitted write
 //! go with it. A holder that wakes up afterwards finds its session gone and cannot commit.
 
-use super::{advisory_key, connect, describe, first_value};
+use super::{advisory_key, connect, describe, first_value, Session};
 use crate::lock_backends::{Grant, LockClient, LockError, TxResource};
 use crate::scenario::LockParams;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ pub struct Client {
     addr: String,
     lock: LockParams,
     op_timeout: Duration,
-    conn: Option<PgClient>,
+    conn: Option<Session>,
     tx: Tx,
 }
 
@@ -48,7 +48,7 @@ impl Client {
         self.tx = Tx::None;
         let conn = connect(&self.addr, self.op_timeout).await?;
         let set = format!("SET idle_in_transaction_session_timeout = {}", self.lock.ttl_ms);
-        tokio::time::timeout(self.op_timeout, conn.batch_execute(&set))
+        tokio::time::timeout(self.op_timeout, conn.client.batch_execute(&set))
             .await
             .map_err(|_| format!("{}: no answer within {:?}", self.addr, self.op_timeout))?
             .map_err(|e| describe(&e))?;
@@ -65,15 +65,21 @@ impl Client {
         let timeout = self.op_timeout;
         let conn = match self.conn.as_ref() {
             Some(c) if !c.is_closed() => c,
-            _ => {
+            Some(c) => {
+                let why = c.explain("the session has ended");
                 self.conn = None;
-                return Err(Failure::NotSent("the session has ended".into()));
+                self.tx = Tx::None;
+                return Err(Failure::NotSent(why));
+            }
+            None => {
+                self.tx = Tx::None;
+                return Err(Failure::NotSent("no session".into()));
             }
         };
-        let result = match tokio::time::timeout(timeout, op(conn)).await {
+        let result = match tokio::time::timeout(timeout, op(&conn.client)).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) if e.as_db_error().is_some() => Err(Failure::Server(describe(&e))),
-            Ok(Err(e)) => Err(Failure::Lost(describe(&e))),
+            Ok(Err(e)) => Err(Failure::Lost(conn.explain(&describe(&e)))),
             Err(_) => Err(Failure::Lost(format!("no answer within {timeout:?}"))),
         };
         if result.is_err() {
@@ -107,7 +113,6 @@ impl LockClient for Client {
     async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError> {
         let sql = format!("BEGIN; SELECT pg_try_advisory_xact_lock({})", advisory_key(key));
         let deadline = Instant::now() + timeout;
-        let mut last_error = None;
         loop {
             let attempt = match self.ensure_connected().await {
                 Err(e) => Err(e),
@@ -119,22 +124,17 @@ impl LockClient for Client {
                         .map_err(|f| f.text().to_string())
                 }
             };
-            match attempt {
+            let last_error = match attempt {
                 Ok(Some(v)) if v == "t" => {
                     self.tx = Tx::Open;
                     // Valid while the transaction lives; a holder idle for ttl_ms loses it.
                     return Ok(Grant { token: None, validity: Duration::from_millis(self.lock.ttl_ms), secret: String::new() });
                 }
-                Ok(_) => {
-                    last_error = None;
-                    // Not granted: end the empty transaction before trying again.
-                    if let Err(f) = self.with_conn(|c| Box::pin(c.batch_execute("ROLLBACK"))).await {
-                        last_error = Some(f.text().to_string());
-                    }
-                }
+                // Not granted: end the empty transaction before trying again.
+                Ok(_) => self.with_conn(|c| Box::pin(c.batch_execute("ROLLBACK"))).await.err().map(|f| f.text().to_string()),
                 // An error ends the session (dropped above), and any lock it might have taken.
-                Err(e) => last_error = Some(e),
-            }
+                Err(e) => Some(e),
+            };
             if Instant::now() + Duration::from_millis(self.lock.retry_ms) > deadline {
                 return Err(match last_error {
                     // The connection was dropped, so no transaction of ours holds the lock.
