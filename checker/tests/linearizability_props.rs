@@ -93,15 +93,26 @@ fn properties(model: GenModel) {
             continue;
         };
         let r = run(model, &events);
-        assert_eq!(r.verdict, Verdict::Invalid, "seed {seed}, read {read}: {r:?}");
-        assert_eq!(r.failures.len(), 1, "seed {seed}: one corrupted partition: {r:?}");
+        assert_eq!(
+            r.verdict,
+            Verdict::Invalid,
+            "seed {seed}, read {read}: {r:?}"
+        );
+        assert_eq!(
+            r.failures.len(),
+            1,
+            "seed {seed}: one corrupted partition: {r:?}"
+        );
         assert!(
             r.failures[0].unplaceable.contains(&read),
             "seed {seed}: read {read} not named: {r:?}"
         );
         caught += 1;
     }
-    assert!(caught > CASES / 2, "only {caught} histories had a read to corrupt");
+    assert!(
+        caught > CASES / 2,
+        "only {caught} histories had a read to corrupt"
+    );
 }
 
 #[test]

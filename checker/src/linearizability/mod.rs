@@ -2,7 +2,8 @@
 //!
 //! - `model.rs`: what a model is (spec); `models/`: mutex, register, cas-register, kv;
 //! - `pairing.rs`: events → operations (invoke + completion per client process);
-//! - `search.rs`: Wing–Gong–Lowe search with memoisation (the checker, model-agnostic);
+//! - `search.rs`: Wing–Gong–Lowe search with memoisation (the checker, model-agnostic), over
+//!   `entries.rs` (the history as a linked list) and `bitset.rs` (the memo's key);
 //! - here: partitioning (P-compositionality), running partitions in parallel, the result.
 //!
 //! Semantics: `ok` ops took effect between invoke and completion; `fail` ops did not happen;
@@ -13,6 +14,7 @@
 //! memo cache budget) is `unknown`.
 
 mod bitset;
+mod entries;
 pub mod model;
 pub mod models;
 mod pairing;
@@ -123,7 +125,8 @@ pub struct Linearizability {
 pub struct PartitionFailure {
     /// The partition's key (or "all" / "(no key)").
     pub partition: String,
-    /// The longest linearizable prefix found, in linearization order.
+    /// The longest linearizable prefix found (by determinate operations), in linearization
+    /// order; indeterminate operations placed in it are included.
     pub longest_prefix: Vec<u64>,
     /// The operations that could come next in real time, none of which the model accepts
     /// after `longest_prefix`, in history order.

@@ -48,7 +48,9 @@ pub trait Model: Sync {
     /// Memoised together with the set of linearized operations: keep it small and cheap to
     /// hash, it is cloned at every step of the search.
     type State: Clone + Eq + Hash + Debug + Send;
-    type Input: Debug + Sync;
+    /// `PartialEq`: indeterminate operations with equal inputs are interchangeable, and the
+    /// search tries only one of them at each point.
+    type Input: Debug + Sync + PartialEq;
     type Output: Debug + Sync;
 
     /// Name used in results ("cas-register").

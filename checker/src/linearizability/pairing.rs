@@ -86,7 +86,8 @@ pub(crate) fn pair<M: Model>(
     }
     out.ops.sort_by_key(|op| op.call);
     if omitted_notes > 0 {
-        out.notes.push(format!("{omitted_notes} more notes omitted"));
+        out.notes
+            .push(format!("{omitted_notes} more notes omitted"));
     }
     Ok(out)
 }

@@ -53,7 +53,11 @@ impl Model for Kv {
         *input == KvInput::Get
     }
 
-    fn operation(&self, invoke: &Event, completion: Option<&Event>) -> Result<Option<Op<KvInput, Value>>, String> {
+    fn operation(
+        &self,
+        invoke: &Event,
+        completion: Option<&Event>,
+    ) -> Result<Option<Op<KvInput, Value>>, String> {
         let f = invoke.f.as_str();
         if !matches!(f, "get" | "read" | "put" | "write" | "append") {
             return Ok(None);
@@ -68,7 +72,11 @@ impl Model for Kv {
                 other => return Err(format!("append value must be a string, got {other}")),
             },
         };
-        Ok(Some(Op { key: Some(key), input, output }))
+        Ok(Some(Op {
+            key: Some(key),
+            input,
+            output,
+        }))
     }
 
     fn partition(&self, ops: &[HistoryOp<KvInput, Value>]) -> Vec<Partition> {

@@ -37,7 +37,12 @@ impl Model for Mutex {
         None
     }
 
-    fn step(&self, holder: &Option<u64>, input: &MutexInput, _: Option<&()>) -> Option<Option<u64>> {
+    fn step(
+        &self,
+        holder: &Option<u64>,
+        input: &MutexInput,
+        _: Option<&()>,
+    ) -> Option<Option<u64>> {
         // The output carries nothing, so an indeterminate operation steps like a successful
         // one (see `Model::step`).
         match (*input, *holder) {
@@ -52,7 +57,11 @@ impl Model for Mutex {
         matches!(input, MutexInput::Renew(_))
     }
 
-    fn operation(&self, invoke: &Event, completion: Option<&Event>) -> Result<Option<Op<MutexInput, ()>>, String> {
+    fn operation(
+        &self,
+        invoke: &Event,
+        completion: Option<&Event>,
+    ) -> Result<Option<Op<MutexInput, ()>>, String> {
         let Some(owner) = invoke.process.client() else {
             return Ok(None);
         };
