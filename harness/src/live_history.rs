@@ -13,7 +13,7 @@ struct Tail {
 }
 
 /// Per-client phase as last seen in its events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Phase {
     #[default]
     Idle,
@@ -21,13 +21,16 @@ pub enum Phase {
     Holding,
     /// Holding, read done, write not yet sent: a pause now makes a stale write.
     InSection,
+    /// In its section, and its check just before the write said the lock is still valid: a
+    /// pause now lands between the check and the write.
+    Checked,
 }
 
 pub struct LiveHistory {
     tails: BTreeMap<u64, Tail>,
     phases: BTreeMap<u64, Phase>,
-    /// Per client, the run time (ns) of its last section entry (its read ok).
-    entered_at: BTreeMap<u64, u64>,
+    /// Per (client, phase), the run time (ns) of the event that last entered that phase.
+    entered_at: BTreeMap<(u64, Phase), u64>,
 }
 
 impl LiveHistory {
@@ -54,8 +57,8 @@ impl LiveHistory {
                 if let Ok(ev) = serde_json::from_str::<Event>(line.trim_end()) {
                     let phase = self.phases.entry(*process).or_default();
                     let next = next_phase(*phase, &ev);
-                    if next == Phase::InSection && *phase != Phase::InSection {
-                        self.entered_at.insert(*process, ev.time);
+                    if next != *phase {
+                        self.entered_at.insert((*process, next), ev.time);
                     }
                     *phase = next;
                     out.push(ev);
@@ -72,21 +75,23 @@ impl LiveHistory {
 
     /// Clients inside a critical section that they entered at or after run time `since_ns`
     /// (by their own event's time, so a slow poll loop does not move the trigger).
-    pub fn entered_since(&self, since_ns: u64) -> Vec<u64> {
-        self.in_section().into_iter().filter(|c| self.entered_at.get(c).is_some_and(|t| *t >= since_ns)).collect()
+    pub fn entered_since(&self, phase: Phase, since_ns: u64) -> Vec<u64> {
+        self.phases
+            .iter()
+            .filter(|(c, p)| **p == phase && self.entered_at.get(&(**c, phase)).is_some_and(|t| *t >= since_ns))
+            .map(|(c, _)| *c)
+            .collect()
     }
 
-    /// Clients currently inside their critical section.
-    pub fn in_section(&self) -> Vec<u64> {
-        self.phases.iter().filter(|(_, p)| **p == Phase::InSection).map(|(c, _)| *c).collect()
-    }
 }
 
 fn next_phase(current: Phase, ev: &Event) -> Phase {
     match (ev.f.as_str(), ev.kind) {
         ("acquire", EventType::Ok) => Phase::Holding,
         ("read", EventType::Ok) if current == Phase::Holding => Phase::InSection,
-        ("write", EventType::Invoke) if current == Phase::InSection => Phase::Holding,
+        ("check", EventType::Ok) if current == Phase::InSection => Phase::Checked,
+        ("write", EventType::Invoke) if matches!(current, Phase::InSection | Phase::Checked) => Phase::Holding,
+        ("check", EventType::Fail) => Phase::Holding,
         ("release", EventType::Invoke) => Phase::Idle,
         _ => current,
     }
@@ -114,8 +119,11 @@ mod tests {
         assert_eq!(live.phase(1), Phase::Holding);
         write!(f, "{b}").unwrap();
         assert_eq!(live.poll().len(), 1);
-        assert_eq!(live.in_section(), vec![1]);
-        assert_eq!((live.entered_since(1), live.entered_since(2)), (vec![1], vec![]));
+        assert_eq!(live.entered_since(Phase::InSection, 0), vec![1]);
+        assert_eq!((live.entered_since(Phase::InSection, 1), live.entered_since(Phase::InSection, 2)), (vec![1], vec![]));
+        write!(f, "{}", line("ok", "check")).unwrap();
+        live.poll();
+        assert_eq!((live.phase(1), live.entered_since(Phase::Checked, 1)), (Phase::Checked, vec![1]));
         write!(f, "{}", line("invoke", "write")).unwrap();
         live.poll();
         assert_eq!(live.phase(1), Phase::Holding);

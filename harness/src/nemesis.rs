@@ -4,7 +4,7 @@
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
 use crate::faults::{fault_for, FaultContext, Injection};
-use crate::live_history::LiveHistory;
+use crate::live_history::{LiveHistory, Phase};
 use crate::schedule::PlannedFault;
 use crate::scenario::{FaultKind, Target, Trigger};
 use checker::{Event, EventType, Process};
@@ -68,13 +68,17 @@ impl Nemesis {
             // A section-triggered step fires when a client *enters* its critical section after
             // the step fell due, so the fault gets the whole section (work_ms), not its tail.
             // Steps due at the same time share one trigger: they fire together.
-            let triggered = step.when == Some(Trigger::InSection) || step.target == Target::Holder;
-            let section = if !triggered {
-                vec![]
-            } else if self.fired_group == Some(step.at_ms) {
-                self.group_holders.clone()
-            } else {
-                live.entered_since(self.workload_start_ns + step.at_ms * 1_000_000)
+            let phase = match step.when {
+                Some(Trigger::AfterCheck) => Some(Phase::Checked),
+                Some(Trigger::InSection) => Some(Phase::InSection),
+                None if step.target == Target::Holder => Some(Phase::InSection),
+                None => None,
+            };
+            let triggered = phase.is_some();
+            let section = match phase {
+                None => vec![],
+                Some(_) if self.fired_group == Some(step.at_ms) => self.group_holders.clone(),
+                Some(phase) => live.entered_since(phase, self.workload_start_ns + step.at_ms * 1_000_000),
             };
             let waiting = triggered && section.is_empty();
             let target = match &step.target {

@@ -129,6 +129,13 @@ pub struct Workload {
     /// when the lock client knows its session is gone (etcd: lease expired or not renewed).
     #[serde(default)]
     pub honour_session_loss: bool,
+    /// Just before the write, check that the grant is still valid (validity_ms from the
+    /// acquire, and the session): record it as a `check` event; if not valid, do not write.
+    #[serde(default)]
+    pub check_before_write: bool,
+    /// Time between that check and the write: the work a client does after checking.
+    #[serde(default)]
+    pub check_to_write_ms: u64,
 }
 
 impl Default for Workload {
@@ -139,6 +146,8 @@ impl Default for Workload {
             think_ms: defaults::think_ms(),
             op_timeout_ms: defaults::op_timeout_ms(),
             honour_session_loss: false,
+            check_before_write: false,
+            check_to_write_ms: 0,
         }
     }
 }
@@ -202,6 +211,9 @@ pub struct TimelineStep {
 pub enum Trigger {
     /// Some client is inside its critical section (read done, write not yet sent).
     InSection,
+    /// Some client has just checked that its lock is still valid and is about to write
+    /// (needs `workload.check_before_write`).
+    AfterCheck,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
@@ -439,6 +451,9 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     let backend = crate::lock_backends::setup_for(s.backend, false);
     for (i, step) in s.nemesis.timeline.iter().enumerate() {
         let field = |name: &str| format!("nemesis.timeline[{i}].{name}");
+        if step.when == Some(Trigger::AfterCheck) && !s.workload.check_before_write {
+            return fail(&field("when"), "after-check needs `workload.check_before_write = true`".into());
+        }
         check_target(field("target"), &step.target)?;
         for (j, t) in step.from.iter().enumerate() {
             check_target(format!("{}[{j}]", field("from")), t)?;

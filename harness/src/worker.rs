@@ -87,7 +87,8 @@ pub async fn run_with(
                 continue;
             }
         };
-        critical_section(&mut rec, &mut resource, lock.as_mut(), &grant, config).await?;
+        let acquired_at = std::time::Instant::now();
+        critical_section(&mut rec, &mut resource, lock.as_mut(), &grant, acquired_at, config).await?;
         rec.record(EventType::Invoke, "release", |e| e.token = grant.token)?;
         match lock.release(&key, &grant).await {
             Ok(()) => rec.record(EventType::Ok, "release", |e| e.token = grant.token)?,
@@ -109,6 +110,7 @@ async fn critical_section(
     resource: &mut ResourceClient,
     lock: &mut dyn LockClient,
     grant: &Grant,
+    acquired_at: std::time::Instant,
     config: &WorkerConfig,
 ) -> anyhow::Result<()> {
     if let Some(tx) = lock.transactional_resource() {
@@ -136,6 +138,9 @@ async fn critical_section(
         }
     };
     tokio::time::sleep(Duration::from_millis(config.workload.work_ms)).await;
+    if config.workload.check_before_write && !check_still_valid(rec, lock, grant, acquired_at, config).await? {
+        return Ok(());
+    }
     let new_value = value + 1;
     rec.record(EventType::Invoke, "write", |e| {
         e.token = grant.token;
@@ -159,6 +164,33 @@ async fn critical_section(
         e.value = new_value.into();
         e.error = error;
     })
+}
+
+/// The seed's "check the clock right before writing": records a `check` with the validity
+/// left; false (and no write) when the grant has run out or the session is known lost. A pause
+/// that lands after this check, before the write, is exactly what the check cannot see.
+async fn check_still_valid(
+    rec: &mut Recorder,
+    lock: &mut dyn LockClient,
+    grant: &Grant,
+    acquired_at: std::time::Instant,
+    config: &WorkerConfig,
+) -> anyhow::Result<bool> {
+    rec.record(EventType::Invoke, "check", |e| e.token = grant.token)?;
+    let left = grant.validity.saturating_sub(acquired_at.elapsed());
+    if left.is_zero() || lock.session_lost() {
+        rec.record(EventType::Fail, "check", |e| {
+            e.token = grant.token;
+            e.error = Some("lock no longer valid; write not sent".into());
+        })?;
+        return Ok(false);
+    }
+    rec.record(EventType::Ok, "check", |e| {
+        e.token = grant.token;
+        e.validity_ms = Some(left.as_millis() as u64);
+    })?;
+    tokio::time::sleep(Duration::from_millis(config.workload.check_to_write_ms)).await;
+    Ok(true)
 }
 
 /// The same section against a resource inside the lock's transaction: the write commits (and

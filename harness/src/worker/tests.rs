@@ -35,7 +35,7 @@ fn config(dir: &std::path::Path, resource: SocketAddr, run_ms: u64) -> WorkerCon
         stop_at: run_ms * 1_000_000,
         backend: ClientConfig::RedisSingle { addr: "unused:0".into() },
         lock: LockParams { ttl_ms: 1500, acquire_timeout_ms: 100, retry_ms: 10, ..LockParams::default() },
-        workload: Workload { key: "ledger".into(), work_ms: 5, think_ms: 5, op_timeout_ms: 500, honour_session_loss: false },
+        workload: Workload { key: "ledger".into(), work_ms: 5, think_ms: 5, op_timeout_ms: 500, ..Workload::default() },
         resource,
         events: dir.join("client-3.jsonl"),
     }
@@ -162,4 +162,25 @@ async fn a_lost_session_skips_the_write_only_when_the_worker_honours_it() {
             assert_eq!(resource_writes, 1);
         }
     }
+}
+
+#[tokio::test]
+async fn check_before_write_records_the_validity_left_and_skips_the_write_when_none_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start_resource(dir.path()).await;
+    let mut cfg = config(dir.path(), addr, 60);
+    cfg.workload.check_before_write = true;
+    cfg.workload.check_to_write_ms = 1;
+    let expired = Grant { token: Some(4), validity: Duration::ZERO, secret: "s".into() };
+    let lock = Box::new(ScriptedLock { acquires: VecDeque::from([Ok(expired)]), releases: VecDeque::new() });
+    run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
+    let evs = events(&cfg.events);
+    let shapes = shape(&evs);
+    // Round 1: the grant has no validity left, so the check fails and nothing is written.
+    assert_eq!(shapes[..8], ["invoke acquire", "ok acquire", "invoke read", "ok read", "invoke check", "fail check", "invoke release", "ok release"]);
+    // Round 2: validity left (1500 ms minus a few), then the write.
+    assert_eq!(shapes[10..14], ["invoke read", "ok read", "invoke check", "ok check"]);
+    assert_eq!(shapes[14], "invoke write");
+    let left = evs[13].validity_ms.unwrap();
+    assert!((1000..1500).contains(&left), "validity left {left}");
 }
