@@ -32,12 +32,16 @@ use serde::{Deserialize, Serialize};
 pub struct CheckOptions {
     /// Evidence entries kept per property; the rest are counted.
     pub max_evidence: usize,
+    /// Also check linearizability against this model, with this time budget (informational in
+    /// the outcome; the harness checks its runs' acquire/release against the mutex model).
+    pub linearizability: Option<(linearizability::ModelKind, std::time::Duration)>,
 }
 
 impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions {
             max_evidence: resource_safety::DEFAULT_MAX_EVIDENCE,
+            linearizability: None,
         }
     }
 }
@@ -53,7 +57,9 @@ impl Default for CheckOptions {
 ///   every such run "unknown" would hide what the resource showed;
 /// - not holder overlap. It is what clients believed, and a fenced system may well have two
 ///   believing holders while the resource rejects the stale write (etcd with a paused holder
-///   is expected "safe"). It is reported as evidence of why a violation happened.
+///   is expected "safe"). It is reported as evidence of why a violation happened;
+/// - not linearizability of the lock (mutex model) either, for the same reason: a lease lock
+///   that expires under a paused holder is not a linearizable mutex, fenced or not.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct CheckResults {
     /// Combined over [`CheckResults::outcome_verdicts`]: invalid if any is invalid, else
@@ -65,6 +71,27 @@ pub struct CheckResults {
     pub fencing: Fencing,
     #[serde(default = "HolderOverlap::not_checked")]
     pub holder_overlap: HolderOverlap,
+    /// Present when [`CheckOptions::linearizability`] asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linearizability: Option<LinearizabilityCheck>,
+}
+
+/// The linearizability property as results.json holds it: the verdict with its evidence, or
+/// (a malformed history, not an inconsistent one) why the history does not fit the model.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+pub enum LinearizabilityCheck {
+    Checked(linearizability::Linearizability),
+    NotChecked { error: String },
+}
+
+impl LinearizabilityCheck {
+    pub fn verdict(&self) -> Verdict {
+        match self {
+            LinearizabilityCheck::Checked(l) => l.verdict,
+            LinearizabilityCheck::NotChecked { .. } => Verdict::Unknown,
+        }
+    }
 }
 
 impl CheckResults {
@@ -75,6 +102,9 @@ impl CheckResults {
             ("fencing", self.fencing.verdict),
             ("holder_overlap", self.holder_overlap.verdict),
         ]
+        .into_iter()
+        .chain(self.linearizability.as_ref().map(|l| ("linearizability", l.verdict())))
+        .collect()
     }
 
     /// The verdicts `outcome` combines (see [`CheckResults`] for why these).
@@ -103,6 +133,10 @@ pub fn check(events: &[Event], opts: &CheckOptions) -> CheckResults {
         resource_safety: check_resource_safety(events, opts.max_evidence),
         fencing: check_fencing(events, opts.max_evidence),
         holder_overlap: check_holder_overlap(events, opts.max_evidence),
+        linearizability: opts.linearizability.map(|(model, timeout)| match linearizability::check(events, model, timeout) {
+            Ok(l) => LinearizabilityCheck::Checked(l),
+            Err(error) => LinearizabilityCheck::NotChecked { error },
+        }),
     };
     results.outcome = Verdict::combine_all(results.outcome_verdicts().into_iter().map(|(_, v)| v));
     results

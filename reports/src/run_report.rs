@@ -131,6 +131,13 @@ fn property_details(name: &str, c: &CheckResults) -> String {
         "resource_safety" => resource_safety_details(&c.resource_safety),
         "fencing" => fencing_details(&c.fencing),
         "holder_overlap" => holder_overlap_details(&c.holder_overlap),
+        "linearizability" => match &c.linearizability {
+            Some(checker::LinearizabilityCheck::Checked(l)) => linearizability_details(l),
+            Some(checker::LinearizabilityCheck::NotChecked { error }) => {
+                format!("<p>the history does not fit the model: {}</p>", esc(error))
+            }
+            None => String::new(),
+        },
         _ => String::new(),
     }
 }
@@ -162,6 +169,23 @@ fn fencing_details(f: &checker::fencing::Fencing) -> String {
         ],
         &f.notes,
     )
+}
+
+fn linearizability_details(l: &checker::linearizability::Linearizability) -> String {
+    let mut items = vec![
+        ("model", l.model.clone(), false),
+        ("operations", format!("{} ({} with unknown outcome)", l.operations, l.indeterminate), false),
+        ("partitions", l.partitions.to_string(), false),
+    ];
+    for f in &l.failures {
+        let prefix = f.longest_prefix.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(" ");
+        let stuck = f.unplaceable.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ");
+        items.push(("partition", format!("{}: linearizable up to {} operation(s) [{prefix}]; none of {stuck} can come next (state {})", f.partition, f.longest_prefix.len(), f.state), true));
+    }
+    for p in &l.timed_out_partitions {
+        items.push(("undecided in time", p.clone(), false));
+    }
+    count_list(&items, &l.notes)
 }
 
 fn holder_overlap_details(o: &checker::holder_overlap::HolderOverlap) -> String {

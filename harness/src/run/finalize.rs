@@ -61,7 +61,11 @@ pub fn check_and_report(
     if let Some(e) = &error {
         warnings.push(e.clone());
     }
-    let check = checker::check(&events, &CheckOptions::default());
+    let mut opts = CheckOptions::default();
+    // The lock itself as a mutex: informational (a lease lock under faults is not one), but it
+    // shows, porcupine-style, the first grant that no mutex could have made.
+    opts.linearizability = Some((checker::linearizability::ModelKind::Mutex, std::time::Duration::from_secs(30)));
+    let check = checker::check(&events, &opts);
     let mut outcome = RunResults::outcome_of(&check);
     // A cut-short run can show a violation, but cannot vouch for safety.
     if interrupted && outcome == "safe" {
