@@ -1,5 +1,5 @@
-//! Data-driven tests for EDN reading, fencing and holder overlap. Every history in
-//! `tests/data/{edn,fencing,holder_overlap}/` (`NAME.jsonl` or `NAME.edn`) is read with
+//! Data-driven tests for resource safety, EDN reading, fencing and holder overlap. Every history in
+//! `tests/data/{resource_safety,edn,fencing,holder_overlap}/` (`NAME.jsonl` or `NAME.edn`) is read with
 //! `read_history_file`, checked, and compared with `NAME.expect.json`:
 //!
 //! - `description`: what the history shows (not checked);
@@ -31,6 +31,11 @@ const KNOWN_FIELDS: &[&str] = &[
     "fencing",
     "holder_overlap",
 ];
+
+#[test]
+fn resource_safety_cases() {
+    run_folder("resource_safety", 7);
+}
 
 #[test]
 fn edn_cases() {
