@@ -119,8 +119,8 @@ pub trait BackendSetup: Send + Sync {
 /// `faketime`: run the servers under libfaketime, so clock faults can move their clocks.
 pub fn setup_for(kind: BackendKind, faketime: bool) -> Box<dyn BackendSetup> {
     match kind {
-        BackendKind::RedisSingle => Box::new(redis_single::Setup { faketime }),
-        BackendKind::Redlock => Box::new(redlock::Setup { faketime }),
+        BackendKind::RedisSingle => Box::new(redis_server::IndependentServers { nodes: 1, faketime }),
+        BackendKind::Redlock => Box::new(redis_server::IndependentServers { nodes: redlock::NODES, faketime }),
         BackendKind::RedisSentinel => Box::new(redis_sentinel::Setup { faketime }),
         BackendKind::Etcd => Box::new(etcd::Setup),
         BackendKind::PostgresSession => Box::new(postgres::Setup { variant: postgres::setup::Variant::Session }),

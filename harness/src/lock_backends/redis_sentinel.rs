@@ -181,49 +181,40 @@ async fn is_master(addr: &str, timeout: Duration) -> bool {
     tokio::time::timeout(timeout, work).await.ok().flatten().unwrap_or(false)
 }
 
+/// The master as a lock server: looked up through the Sentinels, forgotten after any error.
+#[async_trait::async_trait]
+impl redis_server::LockServer for Client {
+    async fn set_nx_px(&mut self, key: &str, secret: &str, ttl_ms: u64) -> Result<bool, String> {
+        let reply = match self.master().await {
+            Ok(master) => master.set_nx_px(key, secret, ttl_ms).await,
+            Err(e) => Err(e),
+        };
+        if reply.is_err() {
+            self.master = None;
+        }
+        reply
+    }
+
+    async fn release_if_ours(&mut self, key: &str, secret: &str) -> Result<bool, String> {
+        let reply = match self.master().await {
+            Ok(master) => master.release_if_ours(key, secret).await,
+            Err(e) => Err(e),
+        };
+        if reply.is_err() {
+            self.master = None;
+        }
+        reply
+    }
+}
+
 #[async_trait::async_trait]
 impl LockClient for Client {
     async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError> {
-        let secret = redis_server::new_secret();
-        let ttl = Duration::from_millis(self.lock.ttl_ms);
-        let deadline = Instant::now() + timeout;
-        loop {
-            let sent = Instant::now();
-            let ttl_ms = self.lock.ttl_ms;
-            let reply = match self.master().await {
-                Ok(master) => master.set_nx_px(key, &secret, ttl_ms).await,
-                Err(e) => Err(e),
-            };
-            let last_error = match reply {
-                Ok(true) => return Ok(Grant { token: None, validity: ttl.saturating_sub(sent.elapsed()), secret }),
-                Ok(false) => None,
-                Err(e) => {
-                    self.master = None;
-                    Some(e)
-                }
-            };
-            if Instant::now() + Duration::from_millis(self.lock.retry_ms) > deadline {
-                return Err(match last_error {
-                    Some(e) => LockError::Unknown(format!("acquire timed out; last error: {e}")),
-                    None => LockError::Refused(format!("lock held by another client for {timeout:?}")),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(self.lock.retry_ms)).await;
-        }
+        let lock = self.lock.clone();
+        redis_server::acquire_on(self, &lock, key, timeout).await
     }
 
     async fn release(&mut self, key: &str, grant: &Grant) -> Result<(), LockError> {
-        let reply = match self.master().await {
-            Ok(master) => master.release_if_ours(key, &grant.secret).await,
-            Err(e) => Err(e),
-        };
-        match reply {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(LockError::Refused("lock no longer ours (expired, taken over, or lost in a failover)".into())),
-            Err(e) => {
-                self.master = None;
-                Err(LockError::Unknown(e))
-            }
-        }
+        redis_server::release_on(self, key, grant).await
     }
 }

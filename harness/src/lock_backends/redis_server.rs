@@ -1,7 +1,9 @@
 //! Redis pieces shared by the Redis backends: starting a server in a node, and the two commands
 //! of the seed algorithm (SET NX PX to take, Lua compare-and-delete to give back).
 
+use super::{BackendSetup, ClientConfig, Grant, LockError};
 use crate::containers::Cluster;
+use crate::scenario::LockParams;
 use anyhow::{bail, Context};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncConnectionConfig;
@@ -124,4 +126,91 @@ impl RedisNode {
 /// A random value that identifies one grant.
 pub fn new_secret() -> String {
     format!("{:032x}", rand::random::<u128>())
+}
+
+/// N independent Redis servers, one per node (n1..nN): the single-Redis backend (N = 1) and
+/// Redlock (N = 5) differ only in how their clients use them.
+pub struct IndependentServers {
+    pub nodes: usize,
+    pub faketime: bool,
+}
+
+#[async_trait::async_trait]
+impl BackendSetup for IndependentServers {
+    fn node_count(&self) -> usize {
+        self.nodes
+    }
+
+    fn server_process(&self) -> &'static str {
+        PROCESS
+    }
+
+    fn clock_faults_unsupported(&self) -> Option<&'static str> {
+        None
+    }
+
+    async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+        start(cluster, node, self.faketime).await
+    }
+
+    fn client_config(&self, cluster: &Cluster) -> ClientConfig {
+        let addr = |i: usize| format!("{}:{PORT}", cluster.planned_ip(&format!("n{i}")).map(|ip| ip.to_string()).unwrap_or_default());
+        match self.nodes {
+            1 => ClientConfig::RedisSingle { addr: addr(1) },
+            n => ClientConfig::Redlock { addrs: (1..=n).map(addr).collect() },
+        }
+    }
+}
+
+/// Where a one-server client sends its SET NX PX and its release: a fixed server, or the
+/// master a Sentinel names.
+#[async_trait::async_trait]
+pub trait LockServer: Send {
+    /// Ok(true) set, Ok(false) the key exists, Err the outcome is unknown.
+    async fn set_nx_px(&mut self, key: &str, secret: &str, ttl_ms: u64) -> Result<bool, String>;
+    /// Ok(true) deleted, Ok(false) not ours, Err unknown.
+    async fn release_if_ours(&mut self, key: &str, secret: &str) -> Result<bool, String>;
+}
+
+#[async_trait::async_trait]
+impl LockServer for RedisNode {
+    async fn set_nx_px(&mut self, key: &str, secret: &str, ttl_ms: u64) -> Result<bool, String> {
+        RedisNode::set_nx_px(self, key, secret, ttl_ms).await
+    }
+    async fn release_if_ours(&mut self, key: &str, secret: &str) -> Result<bool, String> {
+        RedisNode::release_if_ours(self, key, secret).await
+    }
+}
+
+/// The seed algorithm on one server: SET NX PX until granted or `timeout`, retrying every
+/// `retry_ms`. The validity counts from when the granting SET was sent.
+pub async fn acquire_on(server: &mut dyn LockServer, lock: &LockParams, key: &str, timeout: Duration) -> Result<Grant, LockError> {
+    let secret = new_secret();
+    let ttl = Duration::from_millis(lock.ttl_ms);
+    let deadline = Instant::now() + timeout;
+    loop {
+        let sent = Instant::now();
+        let last_error = match server.set_nx_px(key, &secret, lock.ttl_ms).await {
+            Ok(true) => return Ok(Grant { token: None, validity: ttl.saturating_sub(sent.elapsed()), secret }),
+            Ok(false) => None,
+            // The SET may have been applied: if so the key holds our secret until its TTL.
+            Err(e) => Some(e),
+        };
+        if Instant::now() + Duration::from_millis(lock.retry_ms) > deadline {
+            return Err(match last_error {
+                Some(e) => LockError::Unknown(format!("acquire timed out; last error: {e}")),
+                None => LockError::Refused(format!("lock held by another client for {timeout:?}")),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(lock.retry_ms)).await;
+    }
+}
+
+/// Release by compare-and-delete; Refused when the key is no longer ours.
+pub async fn release_on(server: &mut dyn LockServer, key: &str, grant: &Grant) -> Result<(), LockError> {
+    match server.release_if_ours(key, &grant.secret).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(LockError::Refused("lock no longer ours (expired, taken over, or lost in a failover)".into())),
+        Err(e) => Err(LockError::Unknown(e)),
+    }
 }

@@ -1,47 +1,17 @@
 //! Redlock over five independent Redis nodes, as its documentation describes it: the same
 //! SET NX PX on every node with a short per-node timeout; granted when a majority said yes and
 //! time is left (validity = TTL − elapsed − drift allowance); otherwise undone on every node and
-//! retried after a random delay. Release on every node. No fencing token.
+//! retried after a random delay. Release on every node. No fencing token. (Setup:
+//! `redis_server::IndependentServers` with five nodes.)
 
-use super::redis_server::{self, RedisNode, PORT};
-use super::{BackendSetup, ClientConfig, Grant, LockClient, LockError};
-use crate::containers::Cluster;
+use super::redis_server::{self, RedisNode};
+use super::{Grant, LockClient, LockError};
 use crate::scenario::LockParams;
 use futures_util::future::join_all;
 use rand::Rng;
 use std::time::{Duration, Instant};
 
 pub const NODES: usize = 5;
-
-pub struct Setup {
-    pub faketime: bool,
-}
-
-#[async_trait::async_trait]
-impl BackendSetup for Setup {
-    fn node_count(&self) -> usize {
-        NODES
-    }
-
-    fn server_process(&self) -> &'static str {
-        redis_server::PROCESS
-    }
-
-    fn clock_faults_unsupported(&self) -> Option<&'static str> {
-        None
-    }
-
-    async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
-        redis_server::start(cluster, node, self.faketime).await
-    }
-
-    fn client_config(&self, cluster: &Cluster) -> ClientConfig {
-        let addrs = (1..=NODES)
-            .map(|i| format!("{}:{PORT}", cluster.member(&format!("n{i}")).map(|m| m.ip.to_string()).unwrap_or_default()))
-            .collect();
-        ClientConfig::Redlock { addrs }
-    }
-}
 
 pub struct Client {
     nodes: Vec<RedisNode>,
