@@ -143,7 +143,7 @@ fn parse_model(s: &str) -> Result<checker::linearizability::ModelKind, String> {
 }
 
 fn parse_format(s: &str) -> Result<checker::HistoryFormat, String> {
-    s.parse().map_err(|e| format!("{e}"))
+    s.parse::<checker::HistoryFormat>().map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {

@@ -520,7 +520,7 @@ fn line_of_field(text: &str, field: &str) -> Option<usize> {
             let Some(next) = item.get(i) else { break };
             item = next;
         }
-        best = item.span().or_else(|| item.as_table_like().and_then(|_| None)).or(best);
+        best = item.span().or(best);
     }
     best.map(|s| line_of_offset(text, s.start))
 }

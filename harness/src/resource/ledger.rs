@@ -86,11 +86,13 @@ mod tests {
         Request::Read { key: "k".into(), client, token: None }
     }
 
-    /// (mode, requests, expected ok flags, expected final read)
+    /// (what, mode, requests, expected ok flags, expected final read)
+    type Case = (&'static str, ResourceMode, Vec<Request>, Vec<bool>, i64);
+
     #[test]
     fn fenced_and_unfenced_rules() {
         use ResourceMode::*;
-        let cases: &[(&str, ResourceMode, Vec<Request>, Vec<bool>, i64)] = &[
+        let cases: &[Case] = &[
             ("unfenced accepts a stale token", Unfenced, vec![write(1, Some(5), 1), write(2, Some(3), 2)], vec![true, true], 2),
             ("unfenced accepts no token", Unfenced, vec![write(1, None, 7)], vec![true], 7),
             ("fenced rejects a lower token", Fenced, vec![write(1, Some(5), 1), write(2, Some(3), 2)], vec![true, false], 1),
