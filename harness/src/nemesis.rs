@@ -85,6 +85,7 @@ impl Nemesis {
                 _ if waiting => None,
                 Target::Client(k) => Some(format!("client-{k}")),
                 Target::Node(k) => Some(format!("n{k}")),
+                Target::Leader => ctx.backend.leader(ctx.cluster).await?,
                 Target::Holder => section.first().map(|c| format!("client-{c}")),
                 Target::RandomClient | Target::RandomNode => unreachable!("schedule::plan draws random targets"),
             };
@@ -94,7 +95,12 @@ impl Nemesis {
                 }
                 self.pending.pop_front();
                 let injection = Injection { fault: step.fault, target: "none".into(), from: vec![], offset_ms: step.offset_ms };
-                self.record(&injection, "skipped", Some(format!("no client entered its critical section within {HOLDER_WAIT_MS} ms")))?;
+                let why = if triggered {
+                    format!("no client entered its critical section within {HOLDER_WAIT_MS} ms")
+                } else {
+                    format!("no {} found within {HOLDER_WAIT_MS} ms", step.target)
+                };
+                self.record(&injection, "skipped", Some(why))?;
                 continue;
             };
             self.pending.pop_front();

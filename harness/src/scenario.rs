@@ -270,6 +270,8 @@ pub enum Target {
     Node(u32),
     /// `random-node`: a node drawn from the seed.
     RandomNode,
+    /// `leader`: the node whose server leads when the step fires (etcd).
+    Leader,
 }
 
 impl fmt::Display for Target {
@@ -280,6 +282,7 @@ impl fmt::Display for Target {
             Target::RandomClient => f.write_str("random-client"),
             Target::Node(k) => write!(f, "n{k}"),
             Target::RandomNode => f.write_str("random-node"),
+            Target::Leader => f.write_str("leader"),
         }
     }
 }
@@ -291,11 +294,12 @@ impl std::str::FromStr for Target {
             "holder" => return Ok(Target::Holder),
             "random-client" => return Ok(Target::RandomClient),
             "random-node" => return Ok(Target::RandomNode),
+            "leader" => return Ok(Target::Leader),
             _ => {}
         }
         let number = |prefix: &str| s.strip_prefix(prefix).and_then(|k| k.parse::<u32>().ok()).filter(|k| *k >= 1);
         number("client-").map(Target::Client).or_else(|| number("n").map(Target::Node)).ok_or_else(|| {
-            format!("unknown target `{s}`, expected `client-K`, `nK` (K from 1), `holder`, `random-client` or `random-node`")
+            format!("unknown target `{s}`, expected `client-K`, `nK` (K from 1), `holder`, `leader`, `random-client` or `random-node`")
         })
     }
 }
@@ -445,6 +449,10 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
         Target::Node(k) if *k > nodes => {
             Err((field, format!("target n{k} but the {} backend has {nodes} node(s)", s.backend.name())))
         }
+        Target::Leader => match crate::lock_backends::setup_for(s.backend, false).leader_unsupported() {
+            Some(why) => Err((field, format!("target leader on {}: {why}", s.backend.name()))),
+            None => Ok(()),
+        },
         _ => Ok(()),
     };
     let limit_ms = s.time_limit_secs * 1000;
@@ -463,7 +471,7 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
                 return fail(&field("fault"), "a partition needs `from`: the members to cut the target off from".into())
             }
             FaultKind::ClockJump => {
-                if !matches!(step.target, Target::Node(_) | Target::RandomNode) {
+                if !matches!(step.target, Target::Node(_) | Target::RandomNode | Target::Leader) {
                     return fail(&field("target"), "a clock-jump needs a node target (nK or random-node)".into());
                 }
                 if step.offset_ms.is_none() {

@@ -96,6 +96,14 @@ pub trait BackendSetup: Send + Sync {
     fn clock_faults_unsupported(&self) -> Option<&'static str> {
         Some("its servers do not run under libfaketime")
     }
+    /// The node whose server currently leads, for faults aimed at `leader`; None when no
+    /// node leads right now. Backends without a leader say why in `leader_unsupported`.
+    async fn leader(&self, _cluster: &Cluster) -> anyhow::Result<Option<String>> {
+        Ok(None)
+    }
+    fn leader_unsupported(&self) -> Option<&'static str> {
+        Some("its servers elect no leader")
+    }
     /// Starts (or, after a kill, restarts) the server in one node and waits until it answers.
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()>;
     /// Starts the servers inside all running nodes; by default each on its own, in parallel.

@@ -63,7 +63,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "malformed target",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"node\"\nduration_ms = 1\n",
-        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K`, `nK` (K from 1), `holder`, `random-client` or `random-node`",
+        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K`, `nK` (K from 1), `holder`, `leader`, `random-client` or `random-node`",
     ),
     (
         "node beyond the backend's nodes",
@@ -89,6 +89,11 @@ const BAD: &[(&str, &str, &str)] = &[
         "partition from a node the backend lacks",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"client-1\"\nfrom = [\"n4\", \"n6\"]\nduration_ms = 1\n",
         "f.toml:9: field 'nemesis.timeline[0].from[1]': target n6 but the redlock backend has 5 node(s)",
+    ),
+    (
+        "leader on a backend without one",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"kill\"\ntarget = \"leader\"\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': target leader on redlock: its servers elect no leader",
     ),
     (
         "fault after the time limit",

@@ -38,6 +38,34 @@ impl BackendSetup for Setup {
         Some("etcd is a Go program that reads the clock without libc, so libfaketime cannot move it")
     }
 
+    fn leader_unsupported(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Asks every member for its status (`etcdctl endpoint status`, from a running member) and
+    /// returns the node whose member id is the leader id they report.
+    async fn leader(&self, cluster: &Cluster) -> anyhow::Result<Option<String>> {
+        let endpoints: Vec<String> = (1..=NODES)
+            .map(|i| cluster.planned_ip(&format!("n{i}")).map(|ip| format!("http://{ip}:{PORT}")))
+            .collect::<anyhow::Result<_>>()?;
+        for i in 1..=NODES {
+            let node = format!("n{i}");
+            let (code, out) = cluster
+                .exec(&node, &["env", "ETCDCTL_API=3", "etcdctl", "--endpoints", &endpoints.join(","), "--command-timeout=2s", "endpoint", "status", "-w", "json"])
+                .await?;
+            // With a member down etcdctl exits non-zero but still prints the others' status.
+            let json = out.lines().find(|l| l.trim_start().starts_with('[')).unwrap_or("");
+            if let Some(ip) = leader_endpoint(json) {
+                let name = (1..=NODES).map(|k| format!("n{k}")).find(|n| cluster.planned_ip(n).is_ok_and(|a| a.to_string() == ip));
+                return Ok(name);
+            }
+            if code == 0 {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
         let me = ip(cluster, node)?;
         let mut initial = vec![];
@@ -86,5 +114,30 @@ async fn wait_healthy(cluster: &Cluster, node: &str, ip: &str) -> anyhow::Result
             bail!("etcd on {node} not healthy within {START_LIMIT:?} (see logs/{node}-etcd.log): {}", out.trim());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The IP of the endpoint that reports itself as leader, from `etcdctl endpoint status -w json`.
+fn leader_endpoint(json: &str) -> Option<String> {
+    let statuses: Vec<serde_json::Value> = serde_json::from_str(json).ok()?;
+    statuses.iter().find_map(|s| {
+        let status = &s["Status"];
+        let me = status["header"]["member_id"].as_u64()?;
+        (status["leader"].as_u64()? == me).then(|| {
+            let endpoint = s["Endpoint"].as_str().unwrap_or_default();
+            endpoint.trim_start_matches("http://").split(':').next().unwrap_or_default().to_string()
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_leader_is_the_endpoint_whose_member_id_is_the_leader_id() {
+        let json = r#"[{"Endpoint":"http://10.0.0.11:2379","Status":{"header":{"member_id":7},"leader":9}},
+                       {"Endpoint":"http://10.0.0.12:2379","Status":{"header":{"member_id":9},"leader":9}}]"#;
+        assert_eq!(super::leader_endpoint(json).as_deref(), Some("10.0.0.12"));
+        assert_eq!(super::leader_endpoint("[]"), None);
+        assert_eq!(super::leader_endpoint("not json"), None);
     }
 }
