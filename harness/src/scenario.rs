@@ -441,7 +441,9 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     if s.workload.key.is_empty() {
         return fail("workload.key", "must not be empty".into());
     }
-    let nodes = crate::lock_backends::setup_for(s.backend, false).node_count() as u32;
+    // One setup answers every backend question of the checks below.
+    let backend = crate::lock_backends::setup_for(s.backend, false);
+    let nodes = backend.node_count() as u32;
     let check_target = |field: String, t: &Target| match t {
         Target::Client(k) if *k > s.clients => {
             Err((field, format!("target client-{k} but the scenario has {} clients", s.clients)))
@@ -449,14 +451,13 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
         Target::Node(k) if *k > nodes => {
             Err((field, format!("target n{k} but the {} backend has {nodes} node(s)", s.backend.name())))
         }
-        Target::Leader => match crate::lock_backends::setup_for(s.backend, false).leader_unsupported() {
+        Target::Leader => match backend.leader_unsupported() {
             Some(why) => Err((field, format!("target leader on {}: {why}", s.backend.name()))),
             None => Ok(()),
         },
         _ => Ok(()),
     };
     let limit_ms = s.time_limit_secs * 1000;
-    let backend = crate::lock_backends::setup_for(s.backend, false);
     for (i, step) in s.nemesis.timeline.iter().enumerate() {
         let field = |name: &str| format!("nemesis.timeline[{i}].{name}");
         if step.when == Some(Trigger::AfterCheck) && !s.workload.check_before_write {

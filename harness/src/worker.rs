@@ -226,10 +226,9 @@ fn lock_error_type(err: &LockError) -> EventType {
     }
 }
 
-fn call_error_type(err: &CallError) -> EventType {
-    match err {
-        CallError::Timeout(_) | CallError::Io(_) => EventType::Info,
-    }
+/// Every resource call error leaves the outcome unknown: the request may have been applied.
+fn call_error_type(_err: &CallError) -> EventType {
+    EventType::Info
 }
 
 #[cfg(test)]

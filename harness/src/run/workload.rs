@@ -134,7 +134,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
     let grace = Duration::from_millis(
         s.lock.acquire_timeout_ms + s.workload.work_ms + 2 * s.workload.op_timeout_ms + s.workload.think_ms + 5000,
     );
-    record.workers = wait_for_workers(&cluster, &ctx, s.clients as u64, died, grace).await?;
+    record.workers = wait_for_workers(&cluster, s.clients as u64, died, grace).await?;
     // A backend that keeps the protected resource itself (Postgres xact) hands over its log now,
     // before teardown, as the resource's records.
     if let Some(events) = backend.resource_records(&cluster).await.context("reading the backend's resource log")? {
@@ -184,7 +184,6 @@ async fn find_dead_workers(
 /// Lets every worker finish its round; kills those that do not finish within `grace`.
 async fn wait_for_workers(
     cluster: &Cluster,
-    _ctx: &RunContext,
     clients: u64,
     mut died: BTreeMap<u64, WorkerStatus>,
     grace: Duration,
