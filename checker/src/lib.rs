@@ -3,6 +3,7 @@
 //!
 //! Malformed input is a [`HistoryError`]; an inconsistent history is a [`Verdict`].
 
+pub mod availability;
 pub mod edn;
 pub mod fencing;
 pub mod history;
@@ -12,6 +13,7 @@ pub mod parse;
 pub mod resource_safety;
 pub mod verdict;
 
+pub use availability::{check_availability, Availability, Percentiles};
 pub use edn::parse_edn;
 pub use fencing::{check_fencing, Fencing, TokenPair, TokenRef};
 pub use history::{Event, EventType, Process};
@@ -71,6 +73,9 @@ pub struct CheckResults {
     pub fencing: Fencing,
     #[serde(default = "HolderOverlap::not_checked")]
     pub holder_overlap: HolderOverlap,
+    /// Measurements, no verdict: acquire success rate, latency, longest time without a grant.
+    #[serde(default)]
+    pub availability: Availability,
     /// Present when [`CheckOptions::linearizability`] asked for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linearizability: Option<LinearizabilityCheck>,
@@ -133,6 +138,7 @@ pub fn check(events: &[Event], opts: &CheckOptions) -> CheckResults {
         resource_safety: check_resource_safety(events, opts.max_evidence),
         fencing: check_fencing(events, opts.max_evidence),
         holder_overlap: check_holder_overlap(events, opts.max_evidence),
+        availability: check_availability(events),
         linearizability: opts.linearizability.map(|(model, timeout)| match linearizability::check(events, model, timeout) {
             Ok(l) => LinearizabilityCheck::Checked(l),
             Err(error) => LinearizabilityCheck::NotChecked { error },

@@ -96,6 +96,10 @@ pub struct LockParams {
     /// Redlock: clock drift allowance as a share of the TTL (plus 2 ms).
     #[serde(default = "defaults::drift_factor")]
     pub drift_factor: f64,
+    /// Renew the grant every this many ms while holding it (0: never). A failed renew is
+    /// recorded; the client carries on unless `workload.honour_session_loss` (Redis backends).
+    #[serde(default)]
+    pub renew_ms: u64,
 }
 
 impl Default for LockParams {
@@ -106,6 +110,7 @@ impl Default for LockParams {
             retry_ms: defaults::retry_ms(),
             node_timeout_ms: defaults::node_timeout_ms(),
             drift_factor: defaults::drift_factor(),
+            renew_ms: 0,
         }
     }
 }
@@ -444,6 +449,14 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     // One setup answers every backend question of the checks below.
     let backend = crate::lock_backends::setup_for(s.backend, false);
     let nodes = backend.node_count() as u32;
+    if s.lock.renew_ms > 0 {
+        if let Some(why) = backend.renew_unsupported() {
+            return fail("lock.renew_ms", format!("{} cannot renew on request: {why}", s.backend.name()));
+        }
+        if s.lock.renew_ms >= s.lock.ttl_ms {
+            return fail("lock.renew_ms", format!("{} is not below lock.ttl_ms ({}): the lease would lapse between renewals", s.lock.renew_ms, s.lock.ttl_ms));
+        }
+    }
     let check_target = |field: String, t: &Target| match t {
         Target::Client(k) if *k > s.clients => {
             Err((field, format!("target client-{k} but the scenario has {} clients", s.clients)))

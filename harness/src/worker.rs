@@ -14,7 +14,7 @@ use checker::{Event, EventType, Process};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Everything a worker needs, written by the controller as JSON into the run folder.
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -87,8 +87,8 @@ pub async fn run_with(
                 continue;
             }
         };
-        let acquired_at = std::time::Instant::now();
-        critical_section(&mut rec, &mut resource, lock.as_mut(), &grant, acquired_at, config).await?;
+        let mut held = Held { valid_until: Instant::now() + grant.validity, renew_failed: false };
+        critical_section(&mut rec, &mut resource, lock.as_mut(), &grant, &mut held, config).await?;
         rec.record(EventType::Invoke, "release", |e| e.token = grant.token)?;
         match lock.release(&key, &grant).await {
             Ok(()) => rec.record(EventType::Ok, "release", |e| e.token = grant.token)?,
@@ -102,15 +102,67 @@ pub async fn run_with(
     Ok(())
 }
 
+/// What the client knows about the grant it holds.
+struct Held {
+    /// When the grant runs out unless renewed, as the client computes it.
+    valid_until: Instant,
+    /// A renew failed or its outcome is unknown: the client cannot count on the lock.
+    renew_failed: bool,
+}
+
+impl Held {
+    fn known_lost(&self, lock: &dyn LockClient) -> bool {
+        self.renew_failed || lock.session_lost()
+    }
+}
+
+/// The work time between read and write; with `lock.renew_ms`, the grant is renewed every
+/// renew_ms meanwhile, each renew recorded. A failed renew does not stop the work: what the
+/// client does then is `honour_session_loss`'s business at the write.
+async fn work(rec: &mut Recorder, lock: &mut dyn LockClient, grant: &Grant, held: &mut Held, config: &WorkerConfig) -> anyhow::Result<()> {
+    let end = Instant::now() + Duration::from_millis(config.workload.work_ms);
+    let every = Duration::from_millis(config.lock.renew_ms);
+    if every.is_zero() {
+        tokio::time::sleep_until(end.into()).await;
+        return Ok(());
+    }
+    loop {
+        let next = Instant::now() + every;
+        if next >= end {
+            tokio::time::sleep_until(end.into()).await;
+            return Ok(());
+        }
+        tokio::time::sleep_until(next.into()).await;
+        rec.record(EventType::Invoke, "renew", |e| e.token = grant.token)?;
+        let sent = Instant::now();
+        match lock.renew(&config.workload.key, grant).await {
+            Ok(validity) => {
+                held.valid_until = sent + validity;
+                rec.record(EventType::Ok, "renew", |e| {
+                    e.token = grant.token;
+                    e.validity_ms = Some(validity.as_millis() as u64);
+                })?;
+            }
+            Err(err) => {
+                held.renew_failed = true;
+                rec.record(lock_error_type(&err), "renew", |e| {
+                    e.token = grant.token;
+                    e.error = Some(err.to_string());
+                })?;
+            }
+        }
+    }
+}
+
 /// Read the counter, hold for the work time, write value+1 with the grant's token. With
-/// `honour_session_loss`, a client whose lock session is known lost records the write as
-/// failed and does not send it.
+/// `honour_session_loss`, a client that knows its lock is gone (session lost, renew failed)
+/// records the write as failed and does not send it.
 async fn critical_section(
     rec: &mut Recorder,
     resource: &mut ResourceClient,
     lock: &mut dyn LockClient,
     grant: &Grant,
-    acquired_at: std::time::Instant,
+    held: &mut Held,
     config: &WorkerConfig,
 ) -> anyhow::Result<()> {
     if let Some(tx) = lock.transactional_resource() {
@@ -137,8 +189,8 @@ async fn critical_section(
             return Ok(());
         }
     };
-    tokio::time::sleep(Duration::from_millis(config.workload.work_ms)).await;
-    if config.workload.check_before_write && !check_still_valid(rec, lock, grant, acquired_at, config).await? {
+    work(rec, lock, grant, held, config).await?;
+    if config.workload.check_before_write && !check_still_valid(rec, lock, grant, held, config).await? {
         return Ok(());
     }
     let new_value = value + 1;
@@ -146,7 +198,7 @@ async fn critical_section(
         e.token = grant.token;
         e.value = new_value.into();
     })?;
-    if config.workload.honour_session_loss && lock.session_lost() {
+    if config.workload.honour_session_loss && held.known_lost(lock) {
         return rec.record(EventType::Fail, "write", |e| {
             e.token = grant.token;
             e.value = new_value.into();
@@ -173,12 +225,12 @@ async fn check_still_valid(
     rec: &mut Recorder,
     lock: &mut dyn LockClient,
     grant: &Grant,
-    acquired_at: std::time::Instant,
+    held: &Held,
     config: &WorkerConfig,
 ) -> anyhow::Result<bool> {
     rec.record(EventType::Invoke, "check", |e| e.token = grant.token)?;
-    let left = grant.validity.saturating_sub(acquired_at.elapsed());
-    if left.is_zero() || lock.session_lost() {
+    let left = held.valid_until.saturating_duration_since(Instant::now());
+    if left.is_zero() || held.known_lost(lock) {
         rec.record(EventType::Fail, "check", |e| {
             e.token = grant.token;
             e.error = Some("lock no longer valid; write not sent".into());

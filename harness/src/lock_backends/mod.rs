@@ -60,6 +60,12 @@ pub trait LockClient: Send {
     async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError>;
     /// Releases only if still ours; `Refused` when the lock had already expired or passed on.
     async fn release(&mut self, key: &str, grant: &Grant) -> Result<(), LockError>;
+    /// Gives the grant a fresh lease; Ok(validity from now). Only backends whose setup answers
+    /// `renew_unsupported` with None are asked (scenarios with `lock.renew_ms` on others are
+    /// refused when loaded); etcd renews its lease by itself.
+    async fn renew(&mut self, _key: &str, _grant: &Grant) -> Result<Duration, LockError> {
+        Err(LockError::Refused("this lock client cannot renew".into()))
+    }
     /// Whether the backend has told the client its grant is gone (etcd: the lease expired or
     /// could not be renewed in time). Backends without sessions never know: false.
     fn session_lost(&self) -> bool {
@@ -95,6 +101,10 @@ pub trait BackendSetup: Send + Sync {
     /// servers then run under libfaketime, reading their offset from `faults::clock::OFFSET_FILE`).
     fn clock_faults_unsupported(&self) -> Option<&'static str> {
         Some("its servers do not run under libfaketime")
+    }
+    /// Why the lock client cannot renew a grant on request (`lock.renew_ms`), or None.
+    fn renew_unsupported(&self) -> Option<&'static str> {
+        Some("its lock client has no renew")
     }
     /// The node whose server currently leads, for faults aimed at `leader`; None when no
     /// node leads right now. Backends without a leader say why in `leader_unsupported`.

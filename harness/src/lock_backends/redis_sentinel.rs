@@ -30,6 +30,10 @@ impl BackendSetup for Setup {
         redis_server::PROCESS
     }
 
+    fn renew_unsupported(&self) -> Option<&'static str> {
+        None
+    }
+
     fn clock_faults_unsupported(&self) -> Option<&'static str> {
         None
     }
@@ -185,19 +189,30 @@ async fn is_master(addr: &str, timeout: Duration) -> bool {
 #[async_trait::async_trait]
 impl redis_server::LockServer for Client {
     async fn set_nx_px(&mut self, key: &str, secret: &str, ttl_ms: u64) -> Result<bool, String> {
-        let reply = match self.master().await {
-            Ok(master) => master.set_nx_px(key, secret, ttl_ms).await,
-            Err(e) => Err(e),
-        };
-        if reply.is_err() {
-            self.master = None;
-        }
-        reply
+        let (key, secret) = (key.to_string(), secret.to_string());
+        self.on_master(move |m| Box::pin(async move { m.set_nx_px(&key, &secret, ttl_ms).await })).await
     }
 
     async fn release_if_ours(&mut self, key: &str, secret: &str) -> Result<bool, String> {
+        let (key, secret) = (key.to_string(), secret.to_string());
+        self.on_master(move |m| Box::pin(async move { m.release_if_ours(&key, &secret).await })).await
+    }
+
+    async fn extend_if_ours(&mut self, key: &str, secret: &str, ttl_ms: u64) -> Result<bool, String> {
+        let (key, secret) = (key.to_string(), secret.to_string());
+        self.on_master(move |m| Box::pin(async move { m.extend_if_ours(&key, &secret, ttl_ms).await })).await
+    }
+}
+
+impl Client {
+    /// Runs one command on the master the Sentinels name; after any error the master is looked
+    /// up again next time (it may have failed over).
+    async fn on_master<T, F>(&mut self, op: F) -> Result<T, String>
+    where
+        F: for<'m> FnOnce(&'m mut RedisNode) -> futures_util::future::BoxFuture<'m, Result<T, String>> + Send,
+    {
         let reply = match self.master().await {
-            Ok(master) => master.release_if_ours(key, secret).await,
+            Ok(master) => op(master).await,
             Err(e) => Err(e),
         };
         if reply.is_err() {
@@ -216,5 +231,10 @@ impl LockClient for Client {
 
     async fn release(&mut self, key: &str, grant: &Grant) -> Result<(), LockError> {
         redis_server::release_on(self, key, grant).await
+    }
+
+    async fn renew(&mut self, key: &str, grant: &Grant) -> Result<Duration, LockError> {
+        let lock = self.lock.clone();
+        redis_server::renew_on(self, &lock, key, grant).await
     }
 }

@@ -20,6 +20,14 @@ else
     return 0
 end"#;
 
+/// Moves the key's expiry to a full TTL from now only if it still holds our value.
+const EXTEND_SCRIPT: &str = r#"
+if redis.call("get", KEYS[1]) == ARGV[1] then
+    return redis.call("pexpire", KEYS[1], ARGV[2])
+else
+    return 0
+end"#;
+
 /// Starts redis-server in `node` without persistence (a restart forgets every lock, which the
 /// restart scenarios rely on) and waits until it answers PING. With `faketime`, it runs under
 /// libfaketime reading its clock offset from the node's offset file (see faults/clock_jump.rs);
@@ -77,6 +85,12 @@ pub async fn release_if_ours(conn: &mut MultiplexedConnection, key: &str, secret
     Ok(deleted == 1)
 }
 
+/// Gives the key a fresh TTL if it still holds `secret`: Ok(true) when extended.
+pub async fn extend_if_ours(conn: &mut MultiplexedConnection, key: &str, secret: &str, ttl_ms: u64) -> redis::RedisResult<bool> {
+    let extended: i64 = redis::Script::new(EXTEND_SCRIPT).key(key).arg(secret).arg(ttl_ms).invoke_async(conn).await?;
+    Ok(extended == 1)
+}
+
 /// One Redis server as a client sees it: connected lazily, and the connection dropped after any
 /// error or timeout, so a restarted or healed server is reached again (and a late reply on a
 /// timed-out connection is never mistaken for the next one).
@@ -121,6 +135,12 @@ impl RedisNode {
         let (key, secret) = (key.to_string(), secret.to_string());
         self.call(move |c| Box::pin(async move { release_if_ours(c, &key, &secret).await })).await
     }
+
+    /// Gives the key a fresh TTL if it still holds `secret`: Ok(true) when extended.
+    pub async fn extend_if_ours(&mut self, key: &str, secret: &str, ttl_ms: u64) -> Result<bool, String> {
+        let (key, secret) = (key.to_string(), secret.to_string());
+        self.call(move |c| Box::pin(async move { extend_if_ours(c, &key, &secret, ttl_ms).await })).await
+    }
 }
 
 /// A random value that identifies one grant.
@@ -149,6 +169,10 @@ impl BackendSetup for IndependentServers {
         None
     }
 
+    fn renew_unsupported(&self) -> Option<&'static str> {
+        None
+    }
+
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
         start(cluster, node, self.faketime).await
     }
@@ -170,6 +194,8 @@ pub trait LockServer: Send {
     async fn set_nx_px(&mut self, key: &str, secret: &str, ttl_ms: u64) -> Result<bool, String>;
     /// Ok(true) deleted, Ok(false) not ours, Err unknown.
     async fn release_if_ours(&mut self, key: &str, secret: &str) -> Result<bool, String>;
+    /// Ok(true) given a fresh TTL, Ok(false) not ours, Err unknown.
+    async fn extend_if_ours(&mut self, key: &str, secret: &str, ttl_ms: u64) -> Result<bool, String>;
 }
 
 #[async_trait::async_trait]
@@ -179,6 +205,9 @@ impl LockServer for RedisNode {
     }
     async fn release_if_ours(&mut self, key: &str, secret: &str) -> Result<bool, String> {
         RedisNode::release_if_ours(self, key, secret).await
+    }
+    async fn extend_if_ours(&mut self, key: &str, secret: &str, ttl_ms: u64) -> Result<bool, String> {
+        RedisNode::extend_if_ours(self, key, secret, ttl_ms).await
     }
 }
 
@@ -203,6 +232,16 @@ pub async fn acquire_on(server: &mut dyn LockServer, lock: &LockParams, key: &st
             });
         }
         tokio::time::sleep(Duration::from_millis(lock.retry_ms)).await;
+    }
+}
+
+/// Renew by compare-and-pexpire: the new validity counts from when the command was sent.
+pub async fn renew_on(server: &mut dyn LockServer, lock: &LockParams, key: &str, grant: &Grant) -> Result<Duration, LockError> {
+    let sent = Instant::now();
+    match server.extend_if_ours(key, &grant.secret, lock.ttl_ms).await {
+        Ok(true) => Ok(Duration::from_millis(lock.ttl_ms).saturating_sub(sent.elapsed())),
+        Ok(false) => Err(LockError::Refused("lock no longer ours (expired or taken over): not renewed".into())),
+        Err(e) => Err(LockError::Unknown(e)),
     }
 }
 

@@ -29,4 +29,8 @@ impl LockClient for Client {
     async fn release(&mut self, key: &str, grant: &Grant) -> Result<(), LockError> {
         redis_server::release_on(&mut self.node, key, grant).await
     }
+
+    async fn renew(&mut self, key: &str, grant: &Grant) -> Result<Duration, LockError> {
+        redis_server::renew_on(&mut self.node, &self.lock, key, grant).await
+    }
 }

@@ -81,6 +81,30 @@ impl LockClient for Client {
             ))),
         }
     }
+
+    async fn renew(&mut self, key: &str, grant: &Grant) -> Result<Duration, LockError> {
+        self.extend(key, grant).await
+    }
+}
+
+impl Client {
+    /// Redlock's extension: a fresh TTL on every node that still holds our value; renewed when
+    /// a majority did and time is left, by the same validity rule as the acquire.
+    pub async fn extend(&mut self, key: &str, grant: &Grant) -> Result<Duration, LockError> {
+        let start = Instant::now();
+        let ttl_ms = self.lock.ttl_ms;
+        let replies = join_all(self.nodes.iter_mut().map(|n| n.extend_if_ours(key, &grant.secret, ttl_ms))).await;
+        let yes = replies.iter().filter(|r| matches!(r, Ok(true))).count();
+        let quorum = self.nodes.len() / 2 + 1;
+        let valid = validity(Duration::from_millis(ttl_ms), start.elapsed(), self.lock.drift_factor);
+        match valid {
+            Some(v) if yes >= quorum => Ok(v),
+            _ if replies.iter().any(|r| r.is_err()) => {
+                Err(LockError::Unknown(format!("extended on {yes}/{} nodes (no majority in time); others unreachable", self.nodes.len())))
+            }
+            _ => Err(LockError::Refused(format!("ours on only {yes}/{} nodes: not renewed", self.nodes.len()))),
+        }
+    }
 }
 
 #[cfg(test)]

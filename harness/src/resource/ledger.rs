@@ -8,7 +8,9 @@ use std::collections::HashMap;
 pub struct Ledger {
     mode: ResourceMode,
     counters: HashMap<String, i64>,
-    /// Highest token accepted so far, per key (fenced mode).
+    /// Highest token seen on an accepted request so far, per key (fenced mode). Reads count:
+    /// a storage that fences must remember the newest holder from its first request, or a
+    /// stale holder's write that lands between the new holder's read and write gets in.
     highest_token: HashMap<String, u64>,
 }
 
@@ -21,6 +23,11 @@ impl Ledger {
     pub fn apply(&mut self, req: &Request, time: u64) -> (Response, Event) {
         match req {
             Request::Read { key, client, token } => {
+                if let Some(reason) = self.rejection(key, *token) {
+                    let resp = Response { ok: false, value: None, error: Some(reason.clone()) };
+                    return (resp, record(time, EventType::Fail, "read", key, *client, *token, 0, Some(reason)));
+                }
+                self.raise(key, *token);
                 let value = *self.counters.get(key).unwrap_or(&0);
                 let resp = Response { ok: true, value: Some(value), error: None };
                 (resp, record(time, EventType::Ok, "read", key, *client, *token, value, None))
@@ -32,13 +39,17 @@ impl Ledger {
                     return (resp, ev);
                 }
                 self.counters.insert(key.clone(), *value);
-                if let Some(t) = token {
-                    let h = self.highest_token.entry(key.clone()).or_insert(0);
-                    *h = (*h).max(*t);
-                }
+                self.raise(key, *token);
                 let resp = Response { ok: true, value: Some(*value), error: None };
                 (resp, record(time, EventType::Ok, "write", key, *client, *token, *value, None))
             }
+        }
+    }
+
+    fn raise(&mut self, key: &str, token: Option<u64>) {
+        if let Some(t) = token {
+            let h = self.highest_token.entry(key.to_string()).or_insert(0);
+            *h = (*h).max(t);
         }
     }
 
@@ -48,8 +59,8 @@ impl Ledger {
         }
         let highest = self.highest_token.get(key).copied();
         match (token, highest) {
-            (None, _) => Some("fenced resource: write carries no token".into()),
-            (Some(t), Some(h)) if t < h => Some(format!("stale token {t} < highest accepted {h}")),
+            (None, _) => Some("fenced resource: request carries no token".into()),
+            (Some(t), Some(h)) if t < h => Some(format!("stale token {t} < highest seen {h}")),
             _ => None,
         }
     }
@@ -85,6 +96,9 @@ mod tests {
     fn read(client: u64) -> Request {
         Request::Read { key: "k".into(), client, token: None }
     }
+    fn read_with(client: u64, token: u64) -> Request {
+        Request::Read { key: "k".into(), client, token: Some(token) }
+    }
 
     /// (what, mode, requests, expected ok flags, expected final read)
     type Case = (&'static str, ResourceMode, Vec<Request>, Vec<bool>, i64);
@@ -99,14 +113,15 @@ mod tests {
             ("fenced accepts an equal token", Fenced, vec![write(1, Some(5), 1), write(1, Some(5), 2)], vec![true, true], 2),
             ("fenced accepts a higher token", Fenced, vec![write(1, Some(5), 1), write(2, Some(9), 2), write(1, Some(5), 3)], vec![true, true, false], 2),
             ("fenced rejects no token", Fenced, vec![write(1, None, 1)], vec![false], 0),
+            ("fenced: a newer holder's read fences out the older holder's write", Fenced, vec![write(1, Some(5), 1), read_with(2, 9), write(1, Some(5), 2)], vec![true, true, false], 1),
+            ("fenced rejects a stale read", Fenced, vec![write(2, Some(9), 1), read_with(1, 5)], vec![true, false], 1),
             ("fenced keys are independent", Fenced, vec![write(1, Some(9), 1), Request::Write { key: "other".into(), client: 2, token: Some(1), value: 1 }], vec![true, true], 1),
         ];
         for (what, mode, reqs, oks, final_value) in cases {
             let mut ledger = Ledger::new(*mode);
             let got: Vec<bool> = reqs.iter().map(|r| ledger.apply(r, 0).0.ok).collect();
             assert_eq!(&got, oks, "{what}");
-            let (resp, _) = ledger.apply(&read(1), 0);
-            assert_eq!(resp.value, Some(*final_value), "{what}");
+            assert_eq!(ledger.counters.get("k").copied().unwrap_or(0), *final_value, "{what}");
         }
     }
 
@@ -118,8 +133,8 @@ mod tests {
         assert_eq!(ev.kind, EventType::Fail);
         assert_eq!((ev.client, ev.token, ev.time), (Some(2), Some(3), 20));
         assert_eq!(ev.value, serde_json::json!(2));
-        assert!(ev.error.unwrap().contains("stale token 3 < highest accepted 5"));
-        let line = serde_json::to_string(&ledger.apply(&read(1), 30).1).unwrap();
-        assert_eq!(line, r#"{"index":0,"time":30,"process":"resource","type":"ok","f":"read","key":"k","value":1,"client":1}"#);
+        assert!(ev.error.unwrap().contains("stale token 3 < highest seen 5"));
+        let line = serde_json::to_string(&ledger.apply(&read_with(1, 5), 30).1).unwrap();
+        assert_eq!(line, r#"{"index":0,"time":30,"process":"resource","type":"ok","f":"read","key":"k","value":1,"token":5,"client":1}"#);
     }
 }

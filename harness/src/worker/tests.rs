@@ -7,10 +7,12 @@ use crate::scenario::ResourceMode;
 use checker::Event;
 use std::collections::VecDeque;
 
-/// Answers acquire and release from a script, then grants everything.
+/// Answers acquire, release and renew from a script, then grants everything.
+#[derive(Default)]
 struct ScriptedLock {
     acquires: VecDeque<Result<Grant, LockError>>,
     releases: VecDeque<Result<(), LockError>>,
+    renews: VecDeque<Result<Duration, LockError>>,
 }
 
 #[async_trait::async_trait]
@@ -20,6 +22,9 @@ impl LockClient for ScriptedLock {
     }
     async fn release(&mut self, _key: &str, _grant: &Grant) -> Result<(), LockError> {
         self.releases.pop_front().unwrap_or(Ok(()))
+    }
+    async fn renew(&mut self, _key: &str, _grant: &Grant) -> Result<Duration, LockError> {
+        self.renews.pop_front().unwrap_or(Ok(Duration::from_millis(1500)))
     }
 }
 
@@ -64,7 +69,7 @@ async fn a_round_is_acquire_read_write_release_with_values_tokens_and_times() {
     let dir = tempfile::tempdir().unwrap();
     let addr = start_resource(dir.path()).await;
     let cfg = config(dir.path(), addr, 150);
-    let lock = Box::new(ScriptedLock { acquires: VecDeque::new(), releases: VecDeque::new() });
+    let lock = Box::new(ScriptedLock::default());
     run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
     let evs = events(&cfg.events);
     assert!(evs.len() >= 16, "at least two rounds in 150 ms: {}", evs.len());
@@ -97,6 +102,7 @@ async fn refusals_are_fail_and_unknown_outcomes_are_info() {
     let lock = Box::new(ScriptedLock {
         acquires: VecDeque::from([Err(LockError::Refused("taken".into())), Ok(grant(None))]),
         releases: VecDeque::from([Err(LockError::Unknown("timed out".into()))]),
+        ..ScriptedLock::default()
     });
     run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
     let evs = events(&cfg.events);
@@ -116,7 +122,7 @@ async fn an_unreachable_resource_makes_the_read_info_and_skips_the_write() {
     // A port nothing listens on: bind, note it, drop the listener.
     let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let cfg = config(dir.path(), addr, 1);
-    let lock = Box::new(ScriptedLock { acquires: VecDeque::new(), releases: VecDeque::new() });
+    let lock = Box::new(ScriptedLock::default());
     run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(200))).await.unwrap();
     let evs = events(&cfg.events);
     assert_eq!(shape(&evs), ["invoke acquire", "ok acquire", "invoke read", "info read", "invoke release", "ok release"]);
@@ -172,7 +178,7 @@ async fn check_before_write_records_the_validity_left_and_skips_the_write_when_n
     cfg.workload.check_before_write = true;
     cfg.workload.check_to_write_ms = 1;
     let expired = Grant { token: Some(4), validity: Duration::ZERO, secret: "s".into() };
-    let lock = Box::new(ScriptedLock { acquires: VecDeque::from([Ok(expired)]), releases: VecDeque::new() });
+    let lock = Box::new(ScriptedLock { acquires: VecDeque::from([Ok(expired)]), ..ScriptedLock::default() });
     run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
     let evs = events(&cfg.events);
     let shapes = shape(&evs);
@@ -183,4 +189,37 @@ async fn check_before_write_records_the_validity_left_and_skips_the_write_when_n
     assert_eq!(shapes[14], "invoke write");
     let left = evs[13].validity_ms.unwrap();
     assert!((1000..1500).contains(&left), "validity left {left}");
+}
+
+#[tokio::test]
+async fn renewals_run_during_the_work_and_a_failed_one_stops_the_write_only_when_honoured() {
+    for honour in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = start_resource(dir.path()).await;
+        let mut cfg = config(dir.path(), addr, 1);
+        cfg.lock.renew_ms = 20;
+        cfg.workload.work_ms = 70;
+        cfg.workload.honour_session_loss = honour;
+        let lock = Box::new(ScriptedLock {
+            renews: VecDeque::from([Ok(Duration::from_millis(1400)), Err(LockError::Refused("not ours".into()))]),
+            ..ScriptedLock::default()
+        });
+        run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
+        let evs = events(&cfg.events);
+        let written = if honour { "fail write" } else { "ok write" };
+        assert_eq!(
+            shape(&evs),
+            [
+                "invoke acquire", "ok acquire", "invoke read", "ok read",
+                "invoke renew", "ok renew", "invoke renew", "fail renew", "invoke renew", "ok renew",
+                "invoke write", written, "invoke release", "ok release"
+            ],
+            "honour {honour}"
+        );
+        assert_eq!((evs[5].validity_ms, evs[5].token), (Some(1400), Some(9)));
+        assert_eq!(evs[7].error.as_deref(), Some("not ours"));
+        // Renewals are spread over the work time, renew_ms apart.
+        let gap_ms = (evs[6].time - evs[4].time) / 1_000_000;
+        assert!((15..60).contains(&gap_ms), "renewals {gap_ms} ms apart");
+    }
 }

@@ -34,6 +34,10 @@ impl BackendSetup for Setup {
         PROCESS
     }
 
+    fn renew_unsupported(&self) -> Option<&'static str> {
+        Some("the etcd client keeps its lease alive by itself, every TTL/3")
+    }
+
     fn clock_faults_unsupported(&self) -> Option<&'static str> {
         Some("etcd is a Go program that reads the clock without libc, so libfaketime cannot move it")
     }

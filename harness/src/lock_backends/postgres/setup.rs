@@ -57,6 +57,10 @@ impl BackendSetup for Setup {
         PROCESS
     }
 
+    fn renew_unsupported(&self) -> Option<&'static str> {
+        Some("an advisory lock has no lease to renew: it lasts as long as its session or transaction")
+    }
+
     fn clock_faults_unsupported(&self) -> Option<&'static str> {
         Some("advisory locks have no time in them: a server clock jump changes nothing")
     }
