@@ -14,7 +14,7 @@
 use crate::history::{Event, EventType, Process};
 use crate::verdict::Verdict;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Evidence entries kept by default; the rest are only counted (`evidence_omitted`).
 pub const DEFAULT_MAX_EVIDENCE: usize = 100;
@@ -40,6 +40,15 @@ pub struct ResourceSafety {
     /// Writes the clients were told succeeded (numbered process, write, ok), all keys: what
     /// the final values would sum to if no update were lost.
     pub acknowledged_increments: u64,
+    /// Writes a client was told succeeded that the resource has no accepted record of (same
+    /// client, key and value): acknowledged, then lost with the resource's state, as after a
+    /// failover to a replica that never received them. Counted only when the history has
+    /// resource records at all.
+    #[serde(default)]
+    pub acknowledged_missing: u64,
+    /// `Event.index` of the first such acknowledgements.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acknowledged_missing_evidence: Vec<u64>,
     /// Per key: the value of the last accepted write, 0 if none.
     pub final_values: BTreeMap<String, i64>,
     /// Interleaved sections (violations only), in the order their writes were received.
@@ -117,6 +126,9 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
     let mut keys: Vec<KeyState> = Vec::new();
     let mut open: HashMap<(u64, usize), OpenRead> = HashMap::new();
     let mut notes = Notes::default();
+    // (client, key, value) of acknowledged writes with their index, and of accepted records.
+    let mut acknowledged: Vec<(u64, &str, Option<i64>, u64)> = Vec::new();
+    let mut recorded: HashSet<(u64, &str, Option<i64>)> = HashSet::new();
     let mut r = ResourceSafety {
         verdict: Verdict::Unknown,
         accepted_writes: 0,
@@ -125,6 +137,8 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
         interleaved_sections: 0,
         fenced_interleavings: 0,
         acknowledged_increments: 0,
+        acknowledged_missing: 0,
+        acknowledged_missing_evidence: Vec::new(),
         final_values: BTreeMap::new(),
         evidence: Vec::new(),
         evidence_omitted: 0,
@@ -136,9 +150,10 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
         if !is_write && e.f != "read" {
             continue;
         }
-        if let Process::Client(_) = e.process {
+        if let Process::Client(c) = e.process {
             if is_write && e.kind == EventType::Ok {
                 r.acknowledged_increments += 1;
+                acknowledged.push((c, e.key.as_deref().unwrap_or_default(), e.value.as_i64(), e.index));
             }
             continue;
         }
@@ -185,6 +200,9 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
         if accepted {
             r.accepted_writes += 1;
             state.accepted_count += 1;
+            if let Some(c) = e.client {
+                recorded.insert((c, key_name, e.value.as_i64()));
+            }
             match e.value.as_i64() {
                 Some(v) => state.final_value = v,
                 None => notes.push(format!(
@@ -241,10 +259,20 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
             r.lost_updates += (accepted - state.final_value.max(0)) as u64;
         }
     }
+    if r.accepted_writes + r.rejected_writes > 0 {
+        for (c, key, value, index) in acknowledged {
+            if !recorded.contains(&(c, key, value)) {
+                r.acknowledged_missing += 1;
+                if r.acknowledged_missing_evidence.len() < max_evidence {
+                    r.acknowledged_missing_evidence.push(index);
+                }
+            }
+        }
+    }
     let had_notes = !notes.kept.is_empty();
     r.notes = notes.finish();
 
-    r.verdict = if r.lost_updates > 0 || r.interleaved_sections > 0 {
+    r.verdict = if r.lost_updates > 0 || r.interleaved_sections > 0 || r.acknowledged_missing > 0 {
         Verdict::Invalid
     } else if r.accepted_writes == 0 || had_notes {
         Verdict::Unknown

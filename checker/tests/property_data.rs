@@ -34,7 +34,7 @@ const KNOWN_FIELDS: &[&str] = &[
 
 #[test]
 fn resource_safety_cases() {
-    run_folder("resource_safety", 7);
+    run_folder("resource_safety", 8);
 }
 
 #[test]

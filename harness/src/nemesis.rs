@@ -87,6 +87,7 @@ impl Nemesis {
                 Target::Node(k) => Some(format!("n{k}")),
                 Target::Leader => ctx.backend.leader(ctx.cluster).await?,
                 Target::Holder => section.first().map(|c| format!("client-{c}")),
+                Target::AllNodes => Some("nodes".into()),
                 Target::RandomClient | Target::RandomNode => unreachable!("schedule::plan draws random targets"),
             };
             let Some(target) = target else {
@@ -94,7 +95,7 @@ impl Nemesis {
                     break; // wait for a holder; later steps wait behind this one
                 }
                 self.pending.pop_front();
-                let injection = Injection { fault: step.fault, target: "none".into(), from: vec![], offset_ms: step.offset_ms };
+                let injection = Injection { fault: step.fault, target: "none".into(), from: vec![], params: step.params };
                 let why = if triggered {
                     format!("no client entered its critical section within {HOLDER_WAIT_MS} ms")
                 } else {
@@ -112,7 +113,7 @@ impl Nemesis {
                 fault: step.fault,
                 target,
                 from: step.from.iter().map(|t| t.to_string()).collect(),
-                offset_ms: step.offset_ms,
+                params: step.params,
             };
             if self.active.iter().any(|a| a.injection == injection) {
                 self.record(&injection, "skipped", Some("already active".into()))?;

@@ -188,7 +188,7 @@ pub struct Nemesis {
 impl Nemesis {
     /// Whether any step moves a clock: the backend then runs its servers under libfaketime.
     pub fn has_clock_faults(&self) -> bool {
-        self.timeline.iter().any(|s| s.fault == FaultKind::ClockJump)
+        self.timeline.iter().any(|s| s.fault.moves_clocks())
     }
 }
 
@@ -205,9 +205,57 @@ pub struct TimelineStep {
     /// partition: the members the target is cut off from (`nK`, `client-K`).
     #[serde(default)]
     pub from: Vec<Target>,
-    /// clock-jump: how far the target node's clock jumps (negative: backwards).
+    /// clock-jump, clock-strobe: how far the target node's clock jumps (negative: backwards).
     #[serde(default)]
     pub offset_ms: Option<i64>,
+    /// clock-strobe: the clock flips between offset and true time every period_ms.
+    #[serde(default)]
+    pub period_ms: Option<u64>,
+    /// latency: delay added to every packet the target node sends (netem).
+    #[serde(default)]
+    pub delay_ms: Option<u64>,
+    /// partition: a shape over the nodes instead of `from` (isolate needs a node target;
+    /// halves and majority-ring need `target = "nodes"`).
+    #[serde(default)]
+    pub shape: Option<PartitionShape>,
+}
+
+impl TimelineStep {
+    pub fn params(&self) -> FaultParams {
+        FaultParams { offset_ms: self.offset_ms, period_ms: self.period_ms, delay_ms: self.delay_ms, shape: self.shape }
+    }
+}
+
+/// A fault's parameters besides its target (which ones apply depends on the fault).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaultParams {
+    pub offset_ms: Option<i64>,
+    pub period_ms: Option<u64>,
+    pub delay_ms: Option<u64>,
+    pub shape: Option<PartitionShape>,
+}
+
+/// Jepsen's partition shapes over the backend's nodes (clients keep reaching every node).
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartitionShape {
+    /// The target node loses every other node.
+    Isolate,
+    /// n1..n⌈N/2⌉ and the rest lose each other.
+    Halves,
+    /// Every node keeps a majority (itself and its nearest neighbours on a ring), but no two
+    /// nodes keep the same majority. Needs 5 or more nodes.
+    MajorityRing,
+}
+
+impl PartitionShape {
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionShape::Isolate => "isolate",
+            PartitionShape::Halves => "halves",
+            PartitionShape::MajorityRing => "majority-ring",
+        }
+    }
 }
 
 /// A condition on the clients' live history that a step waits for.
@@ -248,6 +296,15 @@ pub enum FaultKind {
     /// Jump the clock of the server in the target node by `offset_ms` (libfaketime); back to
     /// the true time when the fault ends.
     ClockJump,
+    /// Flip the target node's server clock between `offset_ms` and the true time every
+    /// `period_ms` until the fault ends.
+    ClockStrobe,
+    /// Delay every packet the target node sends by `delay_ms` (netem); refused before the
+    /// workload where the kernel has no netem.
+    Latency,
+    /// The backend's own failover, away from the target node (Sentinel promotes the replica;
+    /// Postgres: the primary dies and the standby is promoted).
+    Failover,
 }
 
 impl FaultKind {
@@ -257,7 +314,19 @@ impl FaultKind {
             FaultKind::Kill => "kill",
             FaultKind::Partition => "partition",
             FaultKind::ClockJump => "clock-jump",
+            FaultKind::ClockStrobe => "clock-strobe",
+            FaultKind::Latency => "latency",
+            FaultKind::Failover => "failover",
         }
+    }
+
+    pub fn moves_clocks(self) -> bool {
+        matches!(self, FaultKind::ClockJump | FaultKind::ClockStrobe)
+    }
+
+    /// Whether the fault needs parameters a random schedule cannot draw.
+    fn needs_parameters(self) -> bool {
+        !matches!(self, FaultKind::Pause | FaultKind::Kill)
     }
 }
 
@@ -277,6 +346,8 @@ pub enum Target {
     RandomNode,
     /// `leader`: the node whose server leads when the step fires (etcd).
     Leader,
+    /// `nodes`: all the backend's nodes (partition shapes halves and majority-ring).
+    AllNodes,
 }
 
 impl fmt::Display for Target {
@@ -288,6 +359,7 @@ impl fmt::Display for Target {
             Target::Node(k) => write!(f, "n{k}"),
             Target::RandomNode => f.write_str("random-node"),
             Target::Leader => f.write_str("leader"),
+            Target::AllNodes => f.write_str("nodes"),
         }
     }
 }
@@ -300,11 +372,12 @@ impl std::str::FromStr for Target {
             "random-client" => return Ok(Target::RandomClient),
             "random-node" => return Ok(Target::RandomNode),
             "leader" => return Ok(Target::Leader),
+            "nodes" => return Ok(Target::AllNodes),
             _ => {}
         }
         let number = |prefix: &str| s.strip_prefix(prefix).and_then(|k| k.parse::<u32>().ok()).filter(|k| *k >= 1);
         number("client-").map(Target::Client).or_else(|| number("n").map(Target::Node)).ok_or_else(|| {
-            format!("unknown target `{s}`, expected `client-K`, `nK` (K from 1), `holder`, `leader`, `random-client` or `random-node`")
+            format!("unknown target `{s}`, expected `client-K`, `nK` (K from 1), `holder`, `leader`, `nodes`, `random-client` or `random-node`")
         })
     }
 }
@@ -480,23 +553,7 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
         for (j, t) in step.from.iter().enumerate() {
             check_target(format!("{}[{j}]", field("from")), t)?;
         }
-        match step.fault {
-            FaultKind::Partition if step.from.is_empty() => {
-                return fail(&field("fault"), "a partition needs `from`: the members to cut the target off from".into())
-            }
-            FaultKind::ClockJump => {
-                if !matches!(step.target, Target::Node(_) | Target::RandomNode | Target::Leader) {
-                    return fail(&field("target"), "a clock-jump needs a node target (nK or random-node)".into());
-                }
-                if step.offset_ms.is_none() {
-                    return fail(&field("fault"), "a clock-jump needs `offset_ms`".into());
-                }
-                if let Some(why) = backend.clock_faults_unsupported() {
-                    return fail(&field("fault"), format!("clock faults are not possible on {}: {why}", s.backend.name()));
-                }
-            }
-            _ => {}
-        }
+        check_step(s, step, backend.as_ref(), nodes).map_err(|(name, msg)| (field(name), msg))?;
         if check_times && step.at_ms >= limit_ms {
             return fail(
                 &format!("nemesis.timeline[{i}].at_ms"),
@@ -506,7 +563,10 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     }
     if let Some(r) = &s.nemesis.random {
         check_target("nemesis.random.target".into(), &r.target)?;
-        if let Some(f) = r.faults.iter().find(|f| matches!(f, FaultKind::Partition | FaultKind::ClockJump)) {
+        if r.target == Target::AllNodes {
+            return fail("nemesis.random.target", "`nodes` is for partition shapes: use a [[nemesis.timeline]] step".into());
+        }
+        if let Some(f) = r.faults.iter().find(|f| f.needs_parameters()) {
             return fail("nemesis.random.faults", format!("{} needs parameters: use a [[nemesis.timeline]] step", f.name()));
         }
         if r.faults.is_empty() {
@@ -517,6 +577,90 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
                 return fail(&format!("nemesis.random.{field}"), format!("min {lo} is above max {hi}"));
             }
         }
+    }
+    Ok(())
+}
+
+/// The rules of one timeline step that depend on its fault: (field, message) on failure.
+fn check_step(
+    s: &Scenario,
+    step: &TimelineStep,
+    backend: &dyn crate::lock_backends::BackendSetup,
+    nodes: u32,
+) -> Result<(), (&'static str, String)> {
+    let fail = |field: &'static str, msg: String| Err((field, msg));
+    let node_target = matches!(step.target, Target::Node(_) | Target::RandomNode | Target::Leader);
+    let given = [
+        ("from", !step.from.is_empty()),
+        ("offset_ms", step.offset_ms.is_some()),
+        ("period_ms", step.period_ms.is_some()),
+        ("delay_ms", step.delay_ms.is_some()),
+        ("shape", step.shape.is_some()),
+    ];
+    let allowed: &[&str] = match step.fault {
+        FaultKind::Partition => &["from", "shape"],
+        FaultKind::ClockJump => &["offset_ms"],
+        FaultKind::ClockStrobe => &["offset_ms", "period_ms"],
+        FaultKind::Latency => &["delay_ms"],
+        FaultKind::Pause | FaultKind::Kill | FaultKind::Failover => &[],
+    };
+    if let Some((name, _)) = given.iter().find(|(name, set)| *set && !allowed.contains(name)) {
+        return fail(name, format!("does not apply to a {} fault", step.fault.name()));
+    }
+    if step.target == Target::AllNodes && !matches!(step.shape, Some(PartitionShape::Halves | PartitionShape::MajorityRing)) {
+        return fail("target", "`nodes` is the target of a partition with shape halves or majority-ring".into());
+    }
+    match step.fault {
+        FaultKind::Partition => match step.shape {
+            None if step.from.is_empty() => {
+                return fail("fault", "a partition needs `from` (the members to cut the target off from) or a `shape`".into())
+            }
+            Some(_) if !step.from.is_empty() => return fail("shape", "give either `from` or a `shape`, not both".into()),
+            Some(PartitionShape::Isolate) if !node_target => {
+                return fail("target", "shape isolate cuts a node off from the others: the target must be a node".into())
+            }
+            Some(shape @ (PartitionShape::Halves | PartitionShape::MajorityRing)) => {
+                if step.target != Target::AllNodes {
+                    return fail("target", format!("shape {} splits all the nodes: use target = \"nodes\"", shape.name()));
+                }
+                let least = if shape == PartitionShape::Halves { 2 } else { 5 };
+                if nodes < least {
+                    return fail("shape", format!("{} needs at least {least} nodes; {} has {nodes}", shape.name(), s.backend.name()));
+                }
+            }
+            _ => {}
+        },
+        FaultKind::ClockJump | FaultKind::ClockStrobe => {
+            if !node_target {
+                return fail("target", format!("a {} needs a node target (nK, random-node or leader)", step.fault.name()));
+            }
+            if step.offset_ms.is_none() {
+                return fail("fault", format!("a {} needs `offset_ms`", step.fault.name()));
+            }
+            if step.fault == FaultKind::ClockStrobe && !step.period_ms.is_some_and(|p| p >= 10) {
+                return fail("period_ms", "a clock-strobe needs `period_ms` of at least 10".into());
+            }
+            if let Some(why) = backend.clock_faults_unsupported() {
+                return fail("fault", format!("clock faults are not possible on {}: {why}", s.backend.name()));
+            }
+        }
+        FaultKind::Latency => {
+            if !node_target {
+                return fail("target", "latency is added on a node's interface (workers have no NET_ADMIN): the target must be a node".into());
+            }
+            if !step.delay_ms.is_some_and(|d| d >= 1) {
+                return fail("fault", "a latency fault needs `delay_ms` (at least 1)".into());
+            }
+        }
+        FaultKind::Failover => {
+            if let Some(why) = backend.failover_unsupported() {
+                return fail("fault", format!("{} has no failover: {why}", s.backend.name()));
+            }
+            if !node_target {
+                return fail("target", "a failover moves the primary role away from a node: the target must be a node or leader".into());
+            }
+        }
+        FaultKind::Pause | FaultKind::Kill => {}
     }
     Ok(())
 }

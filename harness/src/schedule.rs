@@ -1,7 +1,7 @@
 //! The fault schedule: the scenario's fixed timeline plus faults drawn from the seed, merged into
 //! one list ordered by start time. Same scenario and seed → same schedule.
 
-use crate::scenario::{FaultKind, Nemesis, Target, Trigger};
+use crate::scenario::{FaultKind, FaultParams, Nemesis, Target, Trigger};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -16,7 +16,7 @@ pub struct PlannedFault {
     pub when: Option<Trigger>,
     /// partition: the members the target is cut off from (random ones drawn).
     pub from: Vec<Target>,
-    pub offset_ms: Option<i64>,
+    pub params: FaultParams,
 }
 
 pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, seed: u64) -> Vec<PlannedFault> {
@@ -36,7 +36,7 @@ pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, see
             duration_ms: s.duration_ms,
             when: s.when,
             from: s.from.iter().map(|t| resolve(t, &mut rng)).collect(),
-            offset_ms: s.offset_ms,
+            params: s.params(),
         })
         .collect();
     if let Some(r) = &nemesis.random {
@@ -45,7 +45,7 @@ pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, see
             let fault = r.faults[rng.random_range(0..r.faults.len())];
             let duration_ms = rng.random_range(r.duration_ms[0]..=r.duration_ms[1]);
             let target = resolve(&r.target, &mut rng);
-            plan.push(PlannedFault { at_ms: at, fault, target, duration_ms, when: None, from: vec![], offset_ms: None });
+            plan.push(PlannedFault { at_ms: at, fault, target, duration_ms, when: None, from: vec![], params: FaultParams::default() });
             at += duration_ms + rng.random_range(r.interval_ms[0]..=r.interval_ms[1]);
         }
     }
@@ -60,7 +60,7 @@ mod tests {
 
     fn nemesis() -> Nemesis {
         Nemesis {
-            timeline: vec![TimelineStep { at_ms: 500, fault: FaultKind::Pause, target: Target::Holder, duration_ms: 100, when: None, from: vec![], offset_ms: None }],
+            timeline: vec![TimelineStep { at_ms: 500, fault: FaultKind::Pause, target: Target::Holder, duration_ms: 100, when: None, from: vec![], offset_ms: None, period_ms: None, delay_ms: None, shape: None }],
             random: Some(RandomFaults {
                 faults: vec![FaultKind::Pause],
                 target: Target::RandomClient,
@@ -81,7 +81,7 @@ mod tests {
     #[test]
     fn random_faults_respect_ranges_and_do_not_overlap() {
         let p = plan(&nemesis(), 3, 5, 20_000, 42);
-        assert_eq!(p[0], PlannedFault { at_ms: 500, fault: FaultKind::Pause, target: Target::Holder, duration_ms: 100, when: None, from: vec![], offset_ms: None });
+        assert_eq!(p[0], PlannedFault { at_ms: 500, fault: FaultKind::Pause, target: Target::Holder, duration_ms: 100, when: None, from: vec![], params: FaultParams::default() });
         let random: Vec<_> = p.iter().filter(|f| f.target != Target::Holder).collect();
         assert!(random.len() > 10, "{random:?}");
         for w in random.windows(2) {

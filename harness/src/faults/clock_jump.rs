@@ -39,7 +39,7 @@ pub fn offset_text(offset_ms: i64) -> String {
     }
 }
 
-async fn write_offset(ctx: &FaultContext<'_>, node: &str, text: &str) -> anyhow::Result<()> {
+pub(super) async fn write_offset(ctx: &FaultContext<'_>, node: &str, text: &str) -> anyhow::Result<()> {
     let script = format!("echo '{text}' > {OFFSET_FILE}.new && mv {OFFSET_FILE}.new {OFFSET_FILE}");
     ctx.cluster.exec_ok(node, &["sh", "-c", &script]).await.map(|_| ())
 }
@@ -52,7 +52,7 @@ impl Fault for ClockJump {
         if !ctx.is_node(&inj.target)? {
             anyhow::bail!("a clock jump needs a node target, not {}", inj.target);
         }
-        write_offset(ctx, &inj.target, &offset_text(inj.offset_ms.unwrap_or(0))).await
+        write_offset(ctx, &inj.target, &offset_text(inj.params.offset_ms.unwrap_or(0))).await
     }
 
     async fn heal(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {

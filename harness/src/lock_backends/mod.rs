@@ -102,6 +102,15 @@ pub trait BackendSetup: Send + Sync {
     fn clock_faults_unsupported(&self) -> Option<&'static str> {
         Some("its servers do not run under libfaketime")
     }
+    /// Why this backend has no failover to trigger (fault `failover`), or None.
+    fn failover_unsupported(&self) -> Option<&'static str> {
+        Some("it has no replica to promote")
+    }
+    /// Moves the primary role away from `node`: the backend's own failover (optional
+    /// capability, only called when `failover_unsupported` is None). Returns what was done.
+    async fn failover(&self, _cluster: &Cluster, node: &str) -> anyhow::Result<String> {
+        anyhow::bail!("no failover on this backend (asked to fail over from {node})")
+    }
     /// Why the lock client cannot renew a grant on request (`lock.renew_ms`), or None.
     fn renew_unsupported(&self) -> Option<&'static str> {
         Some("its lock client has no renew")

@@ -69,12 +69,22 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
     let limit_ms = s.time_limit_secs * 1000;
     let mut record = WorkloadRecord::default();
     let plan = schedule::plan(&s.nemesis, s.clients, backend.node_count() as u32, limit_ms, ctx.seed);
+    let mut fault_kinds = vec![];
+    for p in &plan {
+        if !fault_kinds.contains(&p.fault) {
+            fault_kinds.push(p.fault);
+        }
+    }
     let mut nemesis = Nemesis::new(plan, EventLog::create(&ctx.dir.nemesis_events())?, ctx.clock);
     let mut live = LiveHistory::new((1..=s.clients as u64).map(|k| (k, ctx.dir.worker_events(k))));
     // Steps at 0 ms (e.g. a partition for the whole run) are in place before any client starts:
     // a client must not win its first grant on the far side of a partition.
     {
         let fault_ctx = FaultContext { cluster: &cluster, backend: backend.as_ref() };
+        // A fault this machine cannot inject refuses the run before any client starts.
+        for kind in fault_kinds {
+            crate::faults::fault_for(kind).preflight(&fault_ctx).await?;
+        }
         for change in nemesis.tick(&fault_ctx, &live, 0).await? {
             report_fault(&reporter, &mut record, change);
         }

@@ -63,7 +63,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "malformed target",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"node\"\nduration_ms = 1\n",
-        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K`, `nK` (K from 1), `holder`, `leader`, `random-client` or `random-node`",
+        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K`, `nK` (K from 1), `holder`, `leader`, `nodes`, `random-client` or `random-node`",
     ),
     (
         "node beyond the backend's nodes",
@@ -78,12 +78,12 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "partition without `from`",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"client-1\"\nduration_ms = 1\n",
-        "f.toml:7: field 'nemesis.timeline[0].fault': a partition needs `from`: the members to cut the target off from",
+        "f.toml:7: field 'nemesis.timeline[0].fault': a partition needs `from` (the members to cut the target off from) or a `shape`",
     ),
     (
         "clock jump on a client",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"clock-jump\"\ntarget = \"client-1\"\noffset_ms = 5\nduration_ms = 1\n",
-        "f.toml:8: field 'nemesis.timeline[0].target': a clock-jump needs a node target (nK or random-node)",
+        "f.toml:8: field 'nemesis.timeline[0].target': a clock-jump needs a node target (nK, random-node or leader)",
     ),
     (
         "partition from a node the backend lacks",
@@ -94,6 +94,46 @@ const BAD: &[(&str, &str, &str)] = &[
         "leader on a backend without one",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"kill\"\ntarget = \"leader\"\nduration_ms = 1\n",
         "f.toml:8: field 'nemesis.timeline[0].target': target leader on redlock: its servers elect no leader",
+    ),
+    (
+        "latency on a client",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"latency\"\ntarget = \"client-1\"\ndelay_ms = 5\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': latency is added on a node's interface (workers have no NET_ADMIN): the target must be a node",
+    ),
+    (
+        "clock strobe without a period",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"clock-strobe\"\ntarget = \"n1\"\noffset_ms = 5000\nduration_ms = 1\n",
+        "f.toml:5: field 'nemesis.timeline[0].period_ms': a clock-strobe needs `period_ms` of at least 10",
+    ),
+    (
+        "a parameter the fault does not take",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"n1\"\noffset_ms = 5000\nduration_ms = 1\n",
+        "f.toml:9: field 'nemesis.timeline[0].offset_ms': does not apply to a pause fault",
+    ),
+    (
+        "halves aimed at one node",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"etcd\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"n1\"\nshape = \"halves\"\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': shape halves splits all the nodes: use target = \"nodes\"",
+    ),
+    (
+        "majority ring on three nodes",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"etcd\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"nodes\"\nshape = \"majority-ring\"\nduration_ms = 1\n",
+        "f.toml:9: field 'nemesis.timeline[0].shape': majority-ring needs at least 5 nodes; etcd has 3",
+    ),
+    (
+        "failover on a backend without replicas",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"failover\"\ntarget = \"n1\"\nduration_ms = 1\n",
+        "f.toml:7: field 'nemesis.timeline[0].fault': redis-single has no failover: it has no replica to promote",
+    ),
+    (
+        "renewal on etcd",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"etcd\"\n\n[lock]\nttl_ms = 2000\nrenew_ms = 500\n",
+        "f.toml:7: field 'lock.renew_ms': etcd cannot renew on request: the etcd client keeps its lease alive by itself, every TTL/3",
+    ),
+    (
+        "renewal slower than the TTL",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[lock]\nttl_ms = 2000\nrenew_ms = 2000\n",
+        "f.toml:7: field 'lock.renew_ms': 2000 is not below lock.ttl_ms (2000): the lease would lapse between renewals",
     ),
     (
         "fault after the time limit",
