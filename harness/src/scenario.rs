@@ -64,6 +64,9 @@ pub enum BackendKind {
     PostgresSessionPooler,
     /// Transaction-level advisory lock; the counter is a table written in the same transaction.
     PostgresXact,
+    /// The same, on a primary (n1) with a synchronous streaming standby (n2) that a
+    /// `failover` promotes; clients connect to whichever accepts writes.
+    PostgresXactReplicated,
 }
 
 impl BackendKind {
@@ -76,6 +79,7 @@ impl BackendKind {
             BackendKind::PostgresSession => "postgres-session",
             BackendKind::PostgresSessionPooler => "postgres-session-pooler",
             BackendKind::PostgresXact => "postgres-xact",
+            BackendKind::PostgresXactReplicated => "postgres-xact-replicated",
         }
     }
 }

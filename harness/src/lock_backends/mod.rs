@@ -29,7 +29,8 @@ pub enum ClientConfig {
     Etcd { endpoints: Vec<String> },
     /// Session-level advisory locks at `IP:PORT` (the server, or PgBouncer in front of it).
     PostgresSession { addr: String },
-    /// Transaction-level advisory lock, the counter written in the same transaction.
+    /// Transaction-level advisory lock, the counter written in the same transaction; `addr`
+    /// may list several `IP:PORT`, comma-separated: the client uses the one accepting writes.
     PostgresXact { addr: String },
 }
 
@@ -153,6 +154,7 @@ pub fn setup_for(kind: BackendKind, faketime: bool) -> Box<dyn BackendSetup> {
         BackendKind::PostgresSession => Box::new(postgres::Setup { variant: postgres::setup::Variant::Session }),
         BackendKind::PostgresSessionPooler => Box::new(postgres::Setup { variant: postgres::setup::Variant::SessionPooler }),
         BackendKind::PostgresXact => Box::new(postgres::Setup { variant: postgres::setup::Variant::Xact }),
+        BackendKind::PostgresXactReplicated => Box::new(postgres::Setup { variant: postgres::setup::Variant::XactReplicated }),
     }
 }
 

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const RESOURCE_PORT: u16 = 7000;
+const BACKEND_START_LIMIT: Duration = Duration::from_secs(120);
 const BIN: &str = "/usr/local/bin/lockchaos";
 /// The run folder inside every container.
 const RUN_MOUNT: &str = "/lockchaos/run";
@@ -63,7 +64,13 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
         ctx.clock.t0_ns.to_string(),
     ];
     let resource = cluster.start(spec("resource".into(), Role::Resource, resource_cmd)).await?;
-    backend.start(&cluster).await.with_context(|| format!("starting the {} backend", s.backend.name()))?;
+    // A server that never answers (a commit waiting for a standby that is not there) must not
+    // hang the run: setup has a deadline.
+    tokio::time::timeout(BACKEND_START_LIMIT, backend.start(&cluster))
+        .await
+        .map_err(|_| anyhow::anyhow!("no answer within {BACKEND_START_LIMIT:?}"))
+        .and_then(|r| r)
+        .with_context(|| format!("starting the {} backend", s.backend.name()))?;
     wait_for_port(&cluster, "resource", RESOURCE_PORT).await?;
 
     let limit_ms = s.time_limit_secs * 1000;

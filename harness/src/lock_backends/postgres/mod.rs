@@ -8,9 +8,14 @@
 //!   is a table in the same database, read and written in that transaction: lock and write
 //!   commit or abort together. The worker drives it through `LockClient::transactional_resource`.
 //!
-//! `setup` starts the server (and `pgbouncer` the pooler); `session` and `xact` are the clients.
+//! - `postgres-xact-replicated`: the xact lock on a primary (n1) with a synchronous streaming
+//!   standby (n2); a `failover` kills the primary and promotes the standby.
+//!
+//! `setup` starts the server (and `pgbouncer` the pooler, `replication` the standby);
+//! `session` and `xact` are the clients.
 
 pub mod pgbouncer;
+pub mod replication;
 pub mod session;
 pub mod setup;
 pub mod xact;
@@ -55,13 +60,19 @@ impl Session {
     }
 }
 
-/// Connects as `postgres` (trust) to `addr` (`IP:PORT`) and drives the connection in a task.
+/// Connects as `postgres` (trust) to `addr` (`IP:PORT`, or several comma-separated: then to
+/// the first that accepts writes, as libpq's target_session_attrs=read-write does) and drives
+/// the connection in a task.
 pub async fn connect(addr: &str, timeout: Duration) -> Result<Session, String> {
-    let (host, port) = addr.rsplit_once(':').ok_or_else(|| format!("bad address {addr}"))?;
     let mut config = tokio_postgres::Config::new();
+    for one in addr.split(',') {
+        let (host, port) = one.rsplit_once(':').ok_or_else(|| format!("bad address {one}"))?;
+        config.host(host).port(port.parse().map_err(|_| format!("bad port in {one}"))?);
+    }
+    if addr.contains(',') {
+        config.target_session_attrs(tokio_postgres::config::TargetSessionAttrs::ReadWrite);
+    }
     config
-        .host(host)
-        .port(port.parse().map_err(|_| format!("bad port in {addr}"))?)
         .user("postgres")
         .dbname("postgres")
         .application_name("lockchaos")

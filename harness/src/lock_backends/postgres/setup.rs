@@ -3,7 +3,7 @@
 //! counter lives in the same database: tables `ledger` (the counters) and `ledger_log` (every
 //! committed read and write, in order), exported at the end of the run as the resource's log.
 
-use super::{pgbouncer, PORT, PROCESS};
+use super::{pgbouncer, replication, PORT, PROCESS};
 use crate::containers::Cluster;
 use crate::lock_backends::{BackendSetup, ClientConfig};
 use anyhow::{bail, Context};
@@ -11,10 +11,12 @@ use checker::{Event, EventType, Process};
 use std::time::{Duration, Instant};
 
 const NODE: &str = "n1";
-const BIN: &str = "/usr/lib/postgresql/15/bin";
-const DATA: &str = "/var/lib/postgresql/15/main";
+pub const BIN: &str = "/usr/lib/postgresql/15/bin";
+pub const DATA: &str = "/var/lib/postgresql/15/main";
 const CONF: &str = "/etc/postgresql/15/main";
-const LOG: &str = "/lockchaos/logs/n1-postgres.log";
+fn log_file(node: &str) -> String {
+    format!("/lockchaos/logs/{node}-postgres.log")
+}
 const START_LIMIT: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +27,14 @@ pub enum Variant {
     SessionPooler,
     /// Transaction-level lock; the counter is a table written in the same transaction.
     Xact,
+    /// Xact on a primary with a synchronous standby (see replication.rs).
+    XactReplicated,
+}
+
+impl Variant {
+    fn transactional(self) -> bool {
+        matches!(self, Variant::Xact | Variant::XactReplicated)
+    }
 }
 
 pub struct Setup {
@@ -42,15 +52,23 @@ const SETTINGS: &str = "listen_addresses = '*'\nmax_connections = 300\n";
 const HBA_TRUST: &str = "host all all 0.0.0.0/0 trust";
 
 async fn psql(cluster: &Cluster, sql: &str) -> anyhow::Result<String> {
+    psql_on(cluster, NODE, sql).await
+}
+
+pub async fn psql_on(cluster: &Cluster, node: &str, sql: &str) -> anyhow::Result<String> {
     cluster
-        .exec_ok(NODE, &["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qAt", "-c", sql])
+        .exec_ok(node, &["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qAt", "-c", sql])
         .await
 }
 
 #[async_trait::async_trait]
 impl BackendSetup for Setup {
     fn node_count(&self) -> usize {
-        1
+        if self.variant == Variant::XactReplicated {
+            2
+        } else {
+            1
+        }
     }
 
     fn server_process(&self) -> &'static str {
@@ -68,20 +86,27 @@ impl BackendSetup for Setup {
     /// Configures the cluster (once), starts it with pg_ctl as user postgres and waits until it
     /// accepts connections; also after a kill (pg_ctl removes the stale pid file).
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+        let replicated = self.variant == Variant::XactReplicated;
+        let hba = if replicated { format!("{HBA_TRUST}\\n{}", replication::HBA_REPLICATION) } else { HBA_TRUST.to_string() };
+        let log = log_file(node);
         let configure = format!(
             "set -e; if ! grep -qx '{HBA_TRUST}' {CONF}/pg_hba.conf; then \
-               sed -i '1i {HBA_TRUST}' {CONF}/pg_hba.conf; \
+               sed -i '1i {hba}' {CONF}/pg_hba.conf; \
                mkdir -p {CONF}/conf.d; printf \"{SETTINGS}\" > {CONF}/conf.d/lockchaos.conf; fi; \
-             touch {LOG}; chown postgres {LOG}; mkdir -p /var/run/postgresql; chown postgres /var/run/postgresql"
+             touch {log}; chown postgres {log}; mkdir -p /var/run/postgresql; chown postgres /var/run/postgresql"
         );
         cluster.exec_ok(node, &["sh", "-c", &configure]).await.context("configuring postgres")?;
-        let start = format!("{BIN}/pg_ctl -D {DATA} -o '-c config_file={CONF}/postgresql.conf' -l {LOG} start");
+        if replicated && node == replication::STANDBY {
+            replication::prepare_standby(cluster, node).await?;
+        }
+        let start = format!("{BIN}/pg_ctl -D {DATA} -o '-c config_file={CONF}/postgresql.conf' -l {log} start");
         cluster
             .exec_ok(node, &["runuser", "-u", "postgres", "--", "sh", "-c", &start])
             .await
             .with_context(|| format!("starting postgres in {node}"))?;
         wait_ready(cluster, node).await?;
-        if self.variant == Variant::Xact {
+        // The standby gets the tables by replication (and cannot write).
+        if self.variant.transactional() && node == NODE {
             psql(cluster, SCHEMA).await.context("creating the ledger tables")?;
         }
         if self.variant == Variant::SessionPooler {
@@ -90,23 +115,49 @@ impl BackendSetup for Setup {
         Ok(())
     }
 
+    /// The primary first, then the standby (see replication.rs).
+    async fn start(&self, cluster: &Cluster) -> anyhow::Result<()> {
+        for i in 1..=self.node_count() {
+            self.start_node(cluster, &format!("n{i}")).await?;
+        }
+        if self.variant == Variant::XactReplicated {
+            replication::make_synchronous(cluster).await?;
+        }
+        Ok(())
+    }
+
+    fn failover_unsupported(&self) -> Option<&'static str> {
+        (self.variant != Variant::XactReplicated).then_some("one server, no standby to promote (use postgres-xact-replicated)")
+    }
+
+    async fn failover(&self, cluster: &Cluster, node: &str) -> anyhow::Result<String> {
+        replication::failover(cluster, node).await
+    }
+
     fn client_config(&self, cluster: &Cluster) -> ClientConfig {
         let ip = cluster.member(NODE).map(|m| m.ip.to_string()).unwrap_or_default();
         match self.variant {
             Variant::Session => ClientConfig::PostgresSession { addr: format!("{ip}:{PORT}") },
             Variant::SessionPooler => ClientConfig::PostgresSession { addr: format!("{ip}:{}", pgbouncer::PORT) },
             Variant::Xact => ClientConfig::PostgresXact { addr: format!("{ip}:{PORT}") },
+            Variant::XactReplicated => {
+                let standby = cluster.member(replication::STANDBY).map(|m| m.ip.to_string()).unwrap_or_default();
+                ClientConfig::PostgresXact { addr: format!("{ip}:{PORT},{standby}:{PORT}") }
+            }
         }
     }
 
     /// Xact: the committed rows of `ledger_log`, in execution order, as the resource's records
     /// (only committed work is there: an aborted transaction leaves no row).
     async fn resource_records(&self, cluster: &Cluster) -> anyhow::Result<Option<Vec<Event>>> {
-        if self.variant != Variant::Xact {
-            return Ok(None);
-        }
-        let out = psql(
+        let node = match self.variant {
+            Variant::Xact => NODE,
+            Variant::XactReplicated => replication::current_primary(cluster).await?,
+            Variant::Session | Variant::SessionPooler => return Ok(None),
+        };
+        let out = psql_on(
             cluster,
+            node,
             "SELECT json_build_object('time', time_ns, 'client', client, 'key', key, 'f', f, 'value', value) FROM ledger_log ORDER BY seq",
         )
         .await
@@ -142,7 +193,7 @@ async fn wait_ready(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            let (_, log) = cluster.exec(node, &["tail", "-n", "20", LOG]).await.unwrap_or_default();
+            let (_, log) = cluster.exec(node, &["tail", "-n", "20", &log_file(node)]).await.unwrap_or_default();
             bail!("postgres in {node} not ready within {START_LIMIT:?}: {} {}", out.trim(), log.trim());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

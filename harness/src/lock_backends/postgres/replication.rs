@@ -1,0 +1,98 @@
+//! Streaming replication for `postgres-xact-replicated`: n1 is the primary, n2 a standby made
+//! with pg_basebackup that the primary waits for on every commit (synchronous_standby_names =
+//! '*', synchronous_commit = on), so a commit acknowledged to a client is on both. A failover
+//! kills the primary's server and promotes the standby; clients list both servers and connect
+//! to whichever accepts writes.
+//!
+//! Only the primary names a synchronous standby: a promoted n2 with that setting and nobody to
+//! replicate to would block every commit.
+
+use super::setup::{psql_on, BIN, DATA};
+use crate::containers::Cluster;
+use anyhow::{bail, Context};
+use std::time::{Duration, Instant};
+
+pub const PRIMARY: &str = "n1";
+pub const STANDBY: &str = "n2";
+
+/// Lets the standby stream WAL from the primary.
+pub const HBA_REPLICATION: &str = "host replication all 0.0.0.0/0 trust";
+/// Marks a node whose data directory already came from the primary (a restart keeps it).
+const BASE_BACKUP_DONE: &str = "/var/lib/postgresql/lockchaos-base-backup";
+
+/// Replaces the standby's fresh cluster with a base backup of the primary, configured to
+/// follow it (-R: standby.signal and primary_conninfo). Once per node.
+pub async fn prepare_standby(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+    let primary = cluster.planned_ip(PRIMARY)?;
+    let script = format!(
+        "set -e; [ -f {BASE_BACKUP_DONE} ] && exit 0; rm -rf {DATA}/*; \
+         runuser -u postgres -- {BIN}/pg_basebackup -h {primary} -U postgres -D {DATA} -R -X stream; \
+         touch {BASE_BACKUP_DONE}"
+    );
+    cluster.exec_ok(node, &["sh", "-c", &script]).await.with_context(|| format!("base backup of {PRIMARY} into {node}"))?;
+    Ok(())
+}
+
+/// Makes the primary wait for its standby on every commit, and waits until it reports the
+/// standby as its synchronous one. Set only now, with ALTER SYSTEM (in the primary's data
+/// directory, after the base backup copied it): earlier, the schema's own commit would wait
+/// for a standby that does not exist yet.
+pub async fn make_synchronous(cluster: &Cluster) -> anyhow::Result<()> {
+    psql_on(cluster, PRIMARY, "ALTER SYSTEM SET synchronous_standby_names = '*'").await?;
+    psql_on(cluster, PRIMARY, "ALTER SYSTEM SET synchronous_commit = on").await?;
+    psql_on(cluster, PRIMARY, "SELECT pg_reload_conf()").await?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let state = psql_on(cluster, PRIMARY, "SELECT sync_state FROM pg_stat_replication").await.unwrap_or_default();
+        if state.trim() == "sync" {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("the standby {STANDBY} did not become {PRIMARY}'s synchronous standby within 20 s (pg_stat_replication: {:?})", state.trim());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The other server of the pair.
+fn partner(node: &str) -> &'static str {
+    if node == PRIMARY {
+        STANDBY
+    } else {
+        PRIMARY
+    }
+}
+
+/// Kills the server in `node` (the current primary) and promotes its partner; returns when the
+/// partner accepts writes.
+pub async fn failover(cluster: &Cluster, node: &str) -> anyhow::Result<String> {
+    let standby = partner(node);
+    if !is_primary(cluster, node).await {
+        bail!("cannot fail over from {node}: it is not the primary");
+    }
+    cluster.exec_ok(node, &["pkill", "-KILL", "-x", super::PROCESS]).await?;
+    let promote = format!("{BIN}/pg_ctl -D {DATA} promote -w -t 20");
+    cluster.exec_ok(standby, &["runuser", "-u", "postgres", "--", "sh", "-c", &promote]).await.with_context(|| format!("promoting {standby}"))?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !is_primary(cluster, standby).await {
+        if Instant::now() > deadline {
+            bail!("{standby} still in recovery 20 s after pg_ctl promote");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(format!("{node}'s postgres killed, {standby} promoted"))
+}
+
+async fn is_primary(cluster: &Cluster, node: &str) -> bool {
+    psql_on(cluster, node, "SELECT pg_is_in_recovery()").await.is_ok_and(|out| out.trim() == "f")
+}
+
+/// The node whose server accepts writes now (after a failover: the promoted one).
+pub async fn current_primary(cluster: &Cluster) -> anyhow::Result<&'static str> {
+    for node in [STANDBY, PRIMARY] {
+        if is_primary(cluster, node).await {
+            return Ok(node);
+        }
+    }
+    bail!("neither {PRIMARY} nor {STANDBY} accepts writes")
+}
