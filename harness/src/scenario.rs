@@ -306,9 +306,12 @@ pub enum FaultKind {
     /// Delay every packet the target node sends by `delay_ms` (netem); refused before the
     /// workload where the kernel has no netem.
     Latency,
-    /// The backend's own failover, away from the target node (Sentinel promotes the replica;
-    /// Postgres: the primary dies and the standby is promoted).
+    /// The backend's own failover, away from the target node (Postgres: the primary dies and
+    /// the standby is promoted).
     Failover,
+    /// End the target client's sessions on the server side (Postgres: pg_terminate_backend),
+    /// as an administrator, a proxy or a server-side timeout would; its session locks go too.
+    KillSession,
 }
 
 impl FaultKind {
@@ -321,6 +324,7 @@ impl FaultKind {
             FaultKind::ClockStrobe => "clock-strobe",
             FaultKind::Latency => "latency",
             FaultKind::Failover => "failover",
+            FaultKind::KillSession => "kill-session",
         }
     }
 
@@ -330,7 +334,7 @@ impl FaultKind {
 
     /// Whether the fault needs parameters a random schedule cannot draw.
     fn needs_parameters(self) -> bool {
-        !matches!(self, FaultKind::Pause | FaultKind::Kill)
+        !matches!(self, FaultKind::Pause | FaultKind::Kill | FaultKind::KillSession)
     }
 }
 
@@ -606,7 +610,7 @@ fn check_step(
         FaultKind::ClockJump => &["offset_ms"],
         FaultKind::ClockStrobe => &["offset_ms", "period_ms"],
         FaultKind::Latency => &["delay_ms"],
-        FaultKind::Pause | FaultKind::Kill | FaultKind::Failover => &[],
+        FaultKind::Pause | FaultKind::Kill | FaultKind::Failover | FaultKind::KillSession => &[],
     };
     if let Some((name, _)) = given.iter().find(|(name, set)| *set && !allowed.contains(name)) {
         return fail(name, format!("does not apply to a {} fault", step.fault.name()));
@@ -662,6 +666,14 @@ fn check_step(
             }
             if !node_target {
                 return fail("target", "a failover moves the primary role away from a node: the target must be a node or leader".into());
+            }
+        }
+        FaultKind::KillSession => {
+            if let Some(why) = backend.kill_session_unsupported() {
+                return fail("fault", format!("kill-session is not possible on {}: {why}", s.backend.name()));
+            }
+            if !matches!(step.target, Target::Client(_) | Target::Holder | Target::RandomClient) {
+                return fail("target", "kill-session ends a client's sessions: the target must be a client or holder".into());
             }
         }
         FaultKind::Pause | FaultKind::Kill => {}

@@ -5,6 +5,7 @@ pub mod clock_jump;
 pub mod clock_strobe;
 pub mod failover;
 pub mod kill;
+pub mod kill_session;
 pub mod latency;
 pub mod partition;
 pub mod pause;
@@ -92,5 +93,6 @@ pub fn fault_for(kind: FaultKind) -> Box<dyn Fault> {
         FaultKind::ClockStrobe => Box::new(clock_strobe::ClockStrobe),
         FaultKind::Latency => Box::new(latency::Latency),
         FaultKind::Failover => Box::new(failover::Failover),
+        FaultKind::KillSession => Box::new(kill_session::KillSession),
     }
 }

@@ -112,6 +112,15 @@ pub trait BackendSetup: Send + Sync {
     async fn failover(&self, _cluster: &Cluster, node: &str) -> anyhow::Result<String> {
         anyhow::bail!("no failover on this backend (asked to fail over from {node})")
     }
+    /// Why the server cannot end one client's sessions (fault `kill-session`), or None.
+    fn kill_session_unsupported(&self) -> Option<&'static str> {
+        Some("its server has no sessions to end one by one")
+    }
+    /// Ends every server session of the client at `client_ip` (optional capability, only
+    /// called when `kill_session_unsupported` is None). Returns how many ended.
+    async fn kill_sessions(&self, _cluster: &Cluster, client_ip: std::net::Ipv4Addr) -> anyhow::Result<u64> {
+        anyhow::bail!("no sessions to end for {client_ip} on this backend")
+    }
     /// Why the lock client cannot renew a grant on request (`lock.renew_ms`), or None.
     fn renew_unsupported(&self) -> Option<&'static str> {
         Some("its lock client has no renew")

@@ -126,6 +126,22 @@ impl BackendSetup for Setup {
         Ok(())
     }
 
+    fn kill_session_unsupported(&self) -> Option<&'static str> {
+        (self.variant == Variant::SessionPooler)
+            .then_some("behind PgBouncer the server's sessions belong to the pool, not to clients")
+    }
+
+    /// pg_terminate_backend on every session whose peer is the client, on the primary.
+    async fn kill_sessions(&self, cluster: &Cluster, client_ip: std::net::Ipv4Addr) -> anyhow::Result<u64> {
+        let node = match self.variant {
+            Variant::XactReplicated => replication::current_primary(cluster).await?,
+            _ => NODE,
+        };
+        let sql = format!("SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE client_addr = '{client_ip}') t");
+        let out = psql_on(cluster, node, &sql).await?;
+        out.trim().parse().with_context(|| format!("pg_terminate_backend count: {out:?}"))
+    }
+
     fn failover_unsupported(&self) -> Option<&'static str> {
         (self.variant != Variant::XactReplicated).then_some("one server, no standby to promote (use postgres-xact-replicated)")
     }
