@@ -180,9 +180,11 @@ async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             json,
         }),
         Command::List { dir } => {
-            for entry in scenario_catalog::list(dir.as_deref())? {
+            let entries = scenario_catalog::list(dir.as_deref())?;
+            let width = entries.iter().filter_map(|e| e.as_ref().ok()).map(|s| s.name.len()).max().unwrap_or(0);
+            for entry in entries {
                 match entry {
-                    Ok(s) => println!("{:<38} {:<10} {}", s.name, s.scenario.expect.to_string(), s.scenario.description),
+                    Ok(s) => println!("{:<width$} {:<10} {}", s.name, s.scenario.expect.to_string(), s.scenario.description),
                     Err(e) => println!("{e}"),
                 }
             }

@@ -1,5 +1,6 @@
-//! Each shipped scenario, run for real (Docker, the node image, Redis) with a short time limit,
-//! plus the two ways a run can be cut short: a worker that dies, and Ctrl-C.
+//! Shipped scenarios of every backend, run for real (Docker, the node image, the servers) with
+//! short time limits, plus the two ways a run can be cut short: a worker that dies, and Ctrl-C;
+//! and a latency scenario, which runs where the kernel has netem and is refused where not.
 //! All cases run in parallel: every run has its own network, containers and run id.
 
 use serde_json::Value;
@@ -29,6 +30,11 @@ struct Case {
 
 fn rs(r: &Value) -> &Value {
     &r["properties"]["resource_safety"]
+}
+
+/// No fault failed to start or stop.
+fn no_warnings(r: &Value) -> bool {
+    r["warnings"].as_array().is_some_and(|w| w.is_empty())
 }
 
 fn ok_if(cond: bool, what: String) -> Result<(), String> {
@@ -62,6 +68,23 @@ const CASES: &[Case] = &[
     }},
     Case { scenario: "redis-single-restart-no-persistence", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
+    }},
+    Case { scenario: "redis-single-partition", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
+        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0) && no_warnings(r), format!("expected lost updates after failed renewals: {} {}", rs(r), r["warnings"]))
+    }},
+    Case { scenario: "etcd-partition-fenced", secs: 14, disturb: Disturb::Nothing, exit: 0, check: |r| {
+        ok_if(r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0) && no_warnings(r), format!("expected the isolated holder's write rejected: {} {}", rs(r), r["warnings"]))
+    }},
+    Case { scenario: "postgres-xact-partition", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
+        // The cut-off holder keeps the lock until the server's idle timeout (1 s) ends its session.
+        let gap = r["properties"]["availability"]["longest_gap_ms"].as_f64().unwrap_or(0.0);
+        ok_if(r["outcome"] == "safe" && rs(r)["accepted_writes"].as_u64() > Some(5) && gap > 900.0 && no_warnings(r), format!("expected safe with a ~1 s gap: gap {gap} ms, {} {}", rs(r), r["warnings"]))
+    }},
+    Case { scenario: "postgres-failover", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
+        ok_if(r["outcome"] == "safe" && rs(r)["accepted_writes"].as_u64() > Some(5) && rs(r)["acknowledged_missing"] == 0 && no_warnings(r), format!("expected a clean failover: {} {}", rs(r), r["warnings"]))
+    }},
+    Case { scenario: "postgres-session-external-resource-kill", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
+        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0) && no_warnings(r), format!("expected lost updates: {} {}", rs(r), r["warnings"]))
     }},
     Case { scenario: "redis-single-baseline", secs: 15, disturb: Disturb::KillWorker("client-2", 2), exit: 0, check: |r| {
         let w = &r["workers"][1];
@@ -197,4 +220,44 @@ fn scenarios_reach_their_outcome_and_every_ending_leaves_nothing_behind() {
         let kept = store.keep();
         panic!("{}\n(run folders kept in {})", failures.join("\n"), kept.display());
     }
+}
+
+/// Whether this kernel has netem, asked independently of lockchaos: tc in a throwaway node
+/// container with NET_ADMIN.
+fn kernel_has_netem() -> bool {
+    let out = Command::new("docker")
+        .args(["run", "--rm", "--cap-add", "NET_ADMIN", "--label", "lockchaos.run=netem-probe", "lockchaos-node:bookworm"])
+        .args(["tc", "qdisc", "add", "dev", "eth0", "root", "netem", "delay", "1ms"])
+        .output()
+        .unwrap();
+    out.status.success()
+}
+
+#[test]
+fn a_latency_fault_runs_where_the_kernel_has_netem_and_is_refused_where_not() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let store = tempfile::Builder::new().prefix("latency-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
+        .current_dir(&root)
+        .args(["scenario", "redlock-latency", "--quiet", "--time-limit", "6", "--store"])
+        .arg(store.path())
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if kernel_has_netem() {
+        assert_eq!(out.status.code(), Some(0), "netem is here, the run should match its expectation: {stderr}");
+        let results: Value = serde_json::from_str(&std::fs::read_to_string(store.path().join("latest/results.json")).unwrap()).unwrap();
+        assert!(no_warnings(&results), "{}", results["warnings"]);
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("latency faults are unsupported here: this kernel has no netem qdisc"), "{stderr}");
+        let workers = store.path().join("latest/workers/client-1.jsonl");
+        assert!(!workers.exists(), "no client may start when the fault is refused");
+    }
+    // Other tests' runs may be live: look only for this run's containers.
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(store.path().join("latest/run.json")).unwrap()).unwrap();
+    let label = format!("label=lockchaos.run={}", run["run_id"].as_str().unwrap());
+    let mine = Command::new("docker").args(["ps", "-aq", "--filter", &label]).output().unwrap();
+    assert!(mine.stdout.is_empty(), "the refused run left containers: {}", String::from_utf8_lossy(&mine.stdout));
 }
