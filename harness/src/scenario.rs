@@ -28,7 +28,28 @@ pub struct Scenario {
     #[serde(default)]
     pub resource: ResourceParams,
     #[serde(default)]
+    pub server: ServerParams,
+    #[serde(default)]
     pub nemesis: Nemesis,
+}
+
+/// How the backend's servers run.
+#[derive(Deserialize, Serialize, Clone, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ServerParams {
+    #[serde(default)]
+    pub persistence: Persistence,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Persistence {
+    /// Redis keeps everything in memory only: a restarted server has forgotten every lock.
+    #[default]
+    None,
+    /// Redis appends every write to its AOF and fsyncs it before replying (appendfsync
+    /// always): a restarted server replays it, locks (with their expiry times) included.
+    Appendonly,
 }
 
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -528,8 +549,11 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
         return fail("workload.key", "must not be empty".into());
     }
     // One setup answers every backend question of the checks below.
-    let backend = crate::lock_backends::setup_for(s.backend, false);
+    let backend = crate::lock_backends::setup_for(s);
     let nodes = backend.node_count() as u32;
+    if s.server.persistence != Persistence::None && !backend.persistence_supported() {
+        return fail("server.persistence", format!("{} has no persistence setting (only the Redis backends do)", s.backend.name()));
+    }
     if s.lock.renew_ms > 0 {
         if let Some(why) = backend.renew_unsupported() {
             return fail("lock.renew_ms", format!("{} cannot renew on request: {why}", s.backend.name()));

@@ -13,7 +13,7 @@ pub mod redis_single;
 pub mod redlock;
 
 use crate::containers::Cluster;
-use crate::scenario::{BackendKind, LockParams};
+use crate::scenario::{BackendKind, LockParams, Persistence, Scenario};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -103,6 +103,10 @@ pub trait BackendSetup: Send + Sync {
     fn clock_faults_unsupported(&self) -> Option<&'static str> {
         Some("its servers do not run under libfaketime")
     }
+    /// Whether `server.persistence` applies (the Redis backends).
+    fn persistence_supported(&self) -> bool {
+        false
+    }
     /// Why this backend has no failover to trigger (fault `failover`), or None.
     fn failover_unsupported(&self) -> Option<&'static str> {
         Some("it has no replica to promote")
@@ -153,12 +157,17 @@ pub trait BackendSetup: Send + Sync {
     }
 }
 
-/// `faketime`: run the servers under libfaketime, so clock faults can move their clocks.
-pub fn setup_for(kind: BackendKind, faketime: bool) -> Box<dyn BackendSetup> {
-    match kind {
-        BackendKind::RedisSingle => Box::new(redis_server::IndependentServers { nodes: 1, faketime }),
-        BackendKind::Redlock => Box::new(redis_server::IndependentServers { nodes: redlock::NODES, faketime }),
-        BackendKind::RedisSentinel => Box::new(redis_sentinel::Setup { faketime }),
+/// The scenario's backend: with clock faults its servers run under libfaketime (so the faults
+/// can move their clocks), with `server.persistence` Redis keeps an AOF.
+pub fn setup_for(s: &Scenario) -> Box<dyn BackendSetup> {
+    let redis = redis_server::ServerOptions {
+        faketime: s.nemesis.has_clock_faults(),
+        appendonly: s.server.persistence == Persistence::Appendonly,
+    };
+    match s.backend {
+        BackendKind::RedisSingle => Box::new(redis_server::IndependentServers { nodes: 1, options: redis }),
+        BackendKind::Redlock => Box::new(redis_server::IndependentServers { nodes: redlock::NODES, options: redis }),
+        BackendKind::RedisSentinel => Box::new(redis_sentinel::Setup { options: redis }),
         BackendKind::Etcd => Box::new(etcd::Setup),
         BackendKind::PostgresSession => Box::new(postgres::Setup { variant: postgres::setup::Variant::Session }),
         BackendKind::PostgresSessionPooler => Box::new(postgres::Setup { variant: postgres::setup::Variant::SessionPooler }),

@@ -17,7 +17,7 @@ const NODES: usize = 3;
 const REDIS_NODES: [&str; 2] = ["n1", "n2"];
 
 pub struct Setup {
-    pub faketime: bool,
+    pub options: redis_server::ServerOptions,
 }
 
 #[async_trait::async_trait]
@@ -34,6 +34,10 @@ impl BackendSetup for Setup {
         None
     }
 
+    fn persistence_supported(&self) -> bool {
+        true
+    }
+
     fn clock_faults_unsupported(&self) -> Option<&'static str> {
         None
     }
@@ -42,7 +46,7 @@ impl BackendSetup for Setup {
     /// persistence) as a replica of n1; Sentinel reconfigures it to follow the current master.
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
         if REDIS_NODES.contains(&node) {
-            redis_server::start(cluster, node, self.faketime).await?;
+            redis_server::start(cluster, node, self.options).await?;
             if node != "n1" {
                 let master = cluster.planned_ip("n1")?.to_string();
                 cluster.exec_ok(node, &["redis-cli", "replicaof", &master, &PORT.to_string()]).await?;

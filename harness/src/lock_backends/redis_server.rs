@@ -28,15 +28,27 @@ else
     return 0
 end"#;
 
-/// Starts redis-server in `node` without persistence (a restart forgets every lock, which the
-/// restart scenarios rely on) and waits until it answers PING. With `faketime`, it runs under
+/// How a Redis server runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServerOptions {
+    /// Under libfaketime, reading its clock offset from the node's offset file.
+    pub faketime: bool,
+    /// With an AOF fsynced on every write (`server.persistence = "appendonly"`).
+    pub appendonly: bool,
+}
+
+/// Where an appendonly server keeps its AOF inside the node (kept across a kill and restart).
+const AOF_DIR: &str = "/var/lib/lockchaos-redis";
+
+/// Starts redis-server in `node`, by default without persistence (a restart forgets every lock,
+/// which the restart scenarios rely on), and waits until it answers PING. With `faketime`, it runs under
 /// libfaketime reading its clock offset from the node's offset file (see faults/clock_jump.rs);
 /// Debian's redis-server then needs the jemalloc stand-in, or it hangs at start.
-pub async fn start(cluster: &Cluster, node: &str, faketime: bool) -> anyhow::Result<()> {
+pub async fn start(cluster: &Cluster, node: &str, options: ServerOptions) -> anyhow::Result<()> {
     let port = PORT.to_string();
     let log = format!("/lockchaos/logs/{node}-redis.log");
     let mut cmd: Vec<String> = vec![];
-    if faketime {
+    if options.faketime {
         crate::faults::clock_jump::prepare(cluster, node).await?;
         cmd.push("env".into());
         cmd.extend(crate::faults::clock_jump::env_args());
@@ -44,10 +56,17 @@ pub async fn start(cluster: &Cluster, node: &str, faketime: bool) -> anyhow::Res
     cmd.extend(
         [
             "redis-server", "--bind", "0.0.0.0", "--port", &port, "--protected-mode", "no",
-            "--save", "", "--appendonly", "no", "--daemonize", "yes", "--logfile", &log,
+            "--save", "", "--daemonize", "yes", "--logfile", &log,
         ]
         .map(String::from),
     );
+    if options.appendonly {
+        // Every write fsynced to the AOF before the reply; a restart replays it.
+        cluster.exec_ok(node, &["mkdir", "-p", AOF_DIR]).await?;
+        cmd.extend(["--appendonly", "yes", "--appendfsync", "always", "--dir", AOF_DIR].map(String::from));
+    } else {
+        cmd.extend(["--appendonly", "no"].map(String::from));
+    }
     let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
     cluster.exec_ok(node, &cmd).await.with_context(|| format!("starting redis-server in {node}"))?;
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -152,7 +171,7 @@ pub fn new_secret() -> String {
 /// Redlock (N = 5) differ only in how their clients use them.
 pub struct IndependentServers {
     pub nodes: usize,
-    pub faketime: bool,
+    pub options: ServerOptions,
 }
 
 #[async_trait::async_trait]
@@ -173,8 +192,12 @@ impl BackendSetup for IndependentServers {
         None
     }
 
+    fn persistence_supported(&self) -> bool {
+        true
+    }
+
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
-        start(cluster, node, self.faketime).await
+        start(cluster, node, self.options).await
     }
 
     fn client_config(&self, cluster: &Cluster) -> ClientConfig {

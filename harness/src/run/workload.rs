@@ -28,7 +28,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
     let s = &ctx.loaded.scenario;
     reporter.event(RunEvent::Stage("provision".into()));
     let mut cluster = Cluster::create(docker, &ctx.dir.run_id, IMAGE, ctx.seed).await?;
-    let backend = lock_backends::setup_for(s.backend, s.nemesis.has_clock_faults());
+    let backend = lock_backends::setup_for(s);
     let binds = vec![
         (ctx.exe.clone(), BIN.to_string(), true),
         (ctx.dir.path.clone(), RUN_MOUNT.to_string(), false),
