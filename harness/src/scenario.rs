@@ -186,7 +186,19 @@ impl Default for Workload {
 #[serde(deny_unknown_fields)]
 pub struct ResourceParams {
     #[serde(default)]
+    pub kind: ResourceKind,
+    #[serde(default)]
     pub mode: ResourceMode,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ResourceKind {
+    /// The ledger service (`lockchaos resource`).
+    #[default]
+    Ledger,
+    /// A Postgres table with a fence-token column and conditional updates, in its own server.
+    Postgres,
 }
 
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -551,6 +563,9 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     // One setup answers every backend question of the checks below.
     let backend = crate::lock_backends::setup_for(s);
     let nodes = backend.node_count() as u32;
+    if s.resource.kind == ResourceKind::Postgres && matches!(s.backend, BackendKind::PostgresXact | BackendKind::PostgresXactReplicated) {
+        return fail("resource.kind", format!("{} keeps its resource in the lock's own transaction", s.backend.name()));
+    }
     if s.server.persistence != Persistence::None && !backend.persistence_supported() {
         return fail("server.persistence", format!("{} has no persistence setting (only the Redis backends do)", s.backend.name()));
     }

@@ -8,8 +8,10 @@ use crate::clock::RunClock;
 use crate::event_log::EventLog;
 use crate::lock_backends::{self, ClientConfig, Grant, LockClient, LockError, TxResource};
 use crate::resource::client::{CallError, ResourceClient};
+use crate::resource::postgres_table::PostgresTable;
+use crate::resource::ResourceCall;
 use crate::resource::protocol::Request;
-use crate::scenario::{LockParams, Workload};
+use crate::scenario::{LockParams, ResourceParams, ResourceKind, Workload};
 use checker::{Event, EventType, Process};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -28,6 +30,9 @@ pub struct WorkerConfig {
     pub lock: LockParams,
     pub workload: Workload,
     pub resource: SocketAddr,
+    /// Which resource is at that address, and its mode.
+    #[serde(default)]
+    pub resource_params: ResourceParams,
     pub events: PathBuf,
 }
 
@@ -51,7 +56,13 @@ impl Recorder {
 pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
     let op_timeout = Duration::from_millis(config.workload.op_timeout_ms);
     let lock = lock_backends::connect_client(&config.backend, &config.lock, op_timeout).await?;
-    let resource = ResourceClient::new(config.resource, op_timeout);
+    let resource: Box<dyn ResourceCall> = match config.resource_params.kind {
+        ResourceKind::Ledger => Box::new(ResourceClient::new(config.resource, op_timeout)),
+        ResourceKind::Postgres => {
+            let clock = RunClock { t0_ns: config.t0_ns };
+            Box::new(PostgresTable::new(config.resource, config.resource_params.mode, op_timeout, clock))
+        }
+    };
     run_with(&config, lock, resource).await
 }
 
@@ -59,7 +70,7 @@ pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
 pub async fn run_with(
     config: &WorkerConfig,
     mut lock: Box<dyn LockClient>,
-    mut resource: ResourceClient,
+    mut resource: Box<dyn ResourceCall>,
 ) -> anyhow::Result<()> {
     let clock = RunClock { t0_ns: config.t0_ns };
     let mut rec = Recorder {
@@ -88,7 +99,7 @@ pub async fn run_with(
             }
         };
         let mut held = Held { valid_until: Instant::now() + grant.validity, renew_failed: false };
-        critical_section(&mut rec, &mut resource, lock.as_mut(), &grant, &mut held, config).await?;
+        critical_section(&mut rec, resource.as_mut(), lock.as_mut(), &grant, &mut held, config).await?;
         rec.record(EventType::Invoke, "release", |e| e.token = grant.token)?;
         match lock.release(&key, &grant).await {
             Ok(()) => rec.record(EventType::Ok, "release", |e| e.token = grant.token)?,
@@ -159,7 +170,7 @@ async fn work(rec: &mut Recorder, lock: &mut dyn LockClient, grant: &Grant, held
 /// records the write as failed and does not send it.
 async fn critical_section(
     rec: &mut Recorder,
-    resource: &mut ResourceClient,
+    resource: &mut dyn ResourceCall,
     lock: &mut dyn LockClient,
     grant: &Grant,
     held: &mut Held,

@@ -75,6 +75,9 @@ const CASES: &[Case] = &[
     Case { scenario: "etcd-partition-fenced", secs: 14, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0) && no_warnings(r), format!("expected the isolated holder's write rejected: {} {}", rs(r), r["warnings"]))
     }},
+    Case { scenario: "etcd-pause-fenced-postgres-table", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
+        ok_if(r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0) && no_warnings(r), format!("expected the table's conditional update to reject the stale write: {} {}", rs(r), r["warnings"]))
+    }},
     Case { scenario: "postgres-xact-partition", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
         // The cut-off holder keeps the lock until the server's idle timeout (1 s) ends its session.
         let gap = r["properties"]["availability"]["longest_gap_ms"].as_f64().unwrap_or(0.0);

@@ -43,6 +43,16 @@ impl ResourceClient {
         }
     }
 
+}
+
+#[async_trait::async_trait]
+impl super::ResourceCall for ResourceClient {
+    async fn call(&mut self, req: &Request) -> Result<Response, CallError> {
+        ResourceClient::call(self, req).await
+    }
+}
+
+impl ResourceClient {
     async fn exchange(&mut self, req: &Request) -> std::io::Result<Response> {
         if self.conn.is_none() {
             let stream = TcpStream::connect(self.addr).await?;

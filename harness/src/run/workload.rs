@@ -9,6 +9,8 @@ use crate::lock_backends;
 use crate::nemesis::{FaultChange, Nemesis};
 use crate::node_image::IMAGE;
 use crate::progress::{Reporter, RunEvent};
+use crate::resource::postgres_table;
+use crate::scenario::ResourceKind;
 use crate::schedule;
 use crate::worker::WorkerConfig;
 use anyhow::{bail, Context};
@@ -51,19 +53,19 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
     }
     check_binary_runs_in_image(&cluster).await?;
 
-    let resource_cmd = vec![
-        BIN.into(),
-        "resource".into(),
-        "--listen".into(),
-        format!("0.0.0.0:{RESOURCE_PORT}"),
-        "--mode".into(),
-        format!("{:?}", s.resource.mode).to_lowercase(),
-        "--log".into(),
-        format!("{RUN_MOUNT}/resource.jsonl"),
-        "--t0-ns".into(),
-        ctx.clock.t0_ns.to_string(),
-    ];
+    let resource_kind = s.resource.kind;
+    let resource_cmd = match resource_kind {
+        ResourceKind::Postgres => vec!["sleep".into(), "infinity".into()],
+        ResourceKind::Ledger => ledger_cmd(ctx.as_ref()),
+    };
     let resource = cluster.start(spec("resource".into(), Role::Resource, resource_cmd)).await?;
+    let resource_port = match resource_kind {
+        ResourceKind::Postgres => {
+            postgres_table::start(&cluster, "resource").await.context("starting the resource's Postgres")?;
+            postgres_table::PORT
+        }
+        ResourceKind::Ledger => RESOURCE_PORT,
+    };
     // A server that never answers (a commit waiting for a standby that is not there) must not
     // hang the run: setup has a deadline.
     tokio::time::timeout(BACKEND_START_LIMIT, backend.start(&cluster))
@@ -71,7 +73,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
         .map_err(|_| anyhow::anyhow!("no answer within {BACKEND_START_LIMIT:?}"))
         .and_then(|r| r)
         .with_context(|| format!("starting the {} backend", s.backend.name()))?;
-    wait_for_port(&cluster, "resource", RESOURCE_PORT).await?;
+    wait_for_port(&cluster, "resource", resource_port).await?;
 
     let limit_ms = s.time_limit_secs * 1000;
     let mut record = WorkloadRecord::default();
@@ -108,7 +110,8 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
             backend: client_config.clone(),
             lock: s.lock.clone(),
             workload: s.workload.clone(),
-            resource: std::net::SocketAddr::new(resource.ip.into(), RESOURCE_PORT),
+            resource: std::net::SocketAddr::new(resource.ip.into(), resource_port),
+            resource_params: s.resource.clone(),
             events: format!("{RUN_MOUNT}/workers/client-{k}.jsonl").into(),
         };
         let file = ctx.dir.path.join("workers").join(format!("client-{k}.config.json"));
@@ -154,13 +157,35 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
     record.workers = wait_for_workers(&cluster, s.clients as u64, died, grace).await?;
     // A backend that keeps the protected resource itself (Postgres xact) hands over its log now,
     // before teardown, as the resource's records.
-    if let Some(events) = backend.resource_records(&cluster).await.context("reading the backend's resource log")? {
+    // So does a Postgres table resource.
+    let records = match resource_kind {
+        ResourceKind::Postgres => Some(postgres_table::records(&cluster, "resource").await?),
+        ResourceKind::Ledger => backend.resource_records(&cluster).await.context("reading the backend's resource log")?,
+    };
+    if let Some(events) = records {
         let mut log = EventLog::create(&ctx.dir.resource_events())?;
         for event in events {
             log.append(event)?;
         }
     }
     Ok(record)
+}
+
+/// `lockchaos resource` in the resource container, logging into the run folder.
+fn ledger_cmd(ctx: &RunContext) -> Vec<String> {
+    let s = &ctx.loaded.scenario;
+    vec![
+        BIN.into(),
+        "resource".into(),
+        "--listen".into(),
+        format!("0.0.0.0:{RESOURCE_PORT}"),
+        "--mode".into(),
+        format!("{:?}", s.resource.mode).to_lowercase(),
+        "--log".into(),
+        format!("{RUN_MOUNT}/resource.jsonl"),
+        "--t0-ns".into(),
+        ctx.clock.t0_ns.to_string(),
+    ]
 }
 
 fn report_fault(reporter: &Arc<dyn Reporter>, record: &mut WorkloadRecord, change: FaultChange) {

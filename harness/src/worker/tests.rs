@@ -42,6 +42,7 @@ fn config(dir: &std::path::Path, resource: SocketAddr, run_ms: u64) -> WorkerCon
         lock: LockParams { ttl_ms: 1500, acquire_timeout_ms: 100, retry_ms: 10, ..LockParams::default() },
         workload: Workload { key: "ledger".into(), work_ms: 5, think_ms: 5, op_timeout_ms: 500, ..Workload::default() },
         resource,
+        resource_params: ResourceParams::default(),
         events: dir.join("client-3.jsonl"),
     }
 }
@@ -70,7 +71,7 @@ async fn a_round_is_acquire_read_write_release_with_values_tokens_and_times() {
     let addr = start_resource(dir.path()).await;
     let cfg = config(dir.path(), addr, 150);
     let lock = Box::new(ScriptedLock::default());
-    run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
+    run_with(&cfg, lock, Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap();
     let evs = events(&cfg.events);
     assert!(evs.len() >= 16, "at least two rounds in 150 ms: {}", evs.len());
     let round = ["invoke acquire", "ok acquire", "invoke read", "ok read", "invoke write", "ok write", "invoke release", "ok release"];
@@ -104,7 +105,7 @@ async fn refusals_are_fail_and_unknown_outcomes_are_info() {
         releases: VecDeque::from([Err(LockError::Unknown("timed out".into()))]),
         ..ScriptedLock::default()
     });
-    run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
+    run_with(&cfg, lock, Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap();
     let evs = events(&cfg.events);
     let first_two_rounds: Vec<_> = shape(&evs).into_iter().take(10).collect();
     assert_eq!(
@@ -123,7 +124,7 @@ async fn an_unreachable_resource_makes_the_read_info_and_skips_the_write() {
     let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let cfg = config(dir.path(), addr, 1);
     let lock = Box::new(ScriptedLock::default());
-    run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(200))).await.unwrap();
+    run_with(&cfg, lock, Box::new(ResourceClient::new(addr, Duration::from_millis(200)))).await.unwrap();
     let evs = events(&cfg.events);
     assert_eq!(shape(&evs), ["invoke acquire", "ok acquire", "invoke read", "info read", "invoke release", "ok release"]);
     assert!(evs[3].error.is_some());
@@ -152,7 +153,7 @@ async fn a_lost_session_skips_the_write_only_when_the_worker_honours_it() {
         let addr = start_resource(dir.path()).await;
         let mut cfg = config(dir.path(), addr, 1);
         cfg.workload.honour_session_loss = honour;
-        run_with(&cfg, Box::new(LostSession), ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
+        run_with(&cfg, Box::new(LostSession), Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap();
         let evs = events(&cfg.events);
         let written = if honour { "fail write" } else { "ok write" };
         assert_eq!(
@@ -179,7 +180,7 @@ async fn check_before_write_records_the_validity_left_and_skips_the_write_when_n
     cfg.workload.check_to_write_ms = 1;
     let expired = Grant { token: Some(4), validity: Duration::ZERO, secret: "s".into() };
     let lock = Box::new(ScriptedLock { acquires: VecDeque::from([Ok(expired)]), ..ScriptedLock::default() });
-    run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
+    run_with(&cfg, lock, Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap();
     let evs = events(&cfg.events);
     let shapes = shape(&evs);
     // Round 1: the grant has no validity left, so the check fails and nothing is written.
@@ -204,7 +205,7 @@ async fn renewals_run_during_the_work_and_a_failed_one_stops_the_write_only_when
             renews: VecDeque::from([Ok(Duration::from_millis(1400)), Err(LockError::Refused("not ours".into()))]),
             ..ScriptedLock::default()
         });
-        run_with(&cfg, lock, ResourceClient::new(addr, Duration::from_millis(500))).await.unwrap();
+        run_with(&cfg, lock, Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap();
         let evs = events(&cfg.events);
         let written = if honour { "fail write" } else { "ok write" };
         assert_eq!(

@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS ledger_log (seq bigserial PRIMARY KEY, time_ns bigint
 
 /// Postgres settings: reachable from the other containers, enough connections for many clients.
 const SETTINGS: &str = "listen_addresses = '*'\nmax_connections = 300\n";
-const HBA_TRUST: &str = "host all all 0.0.0.0/0 trust";
+pub const HBA_TRUST: &str = "host all all 0.0.0.0/0 trust";
 
 async fn psql(cluster: &Cluster, sql: &str) -> anyhow::Result<String> {
     psql_on(cluster, NODE, sql).await
@@ -88,23 +88,11 @@ impl BackendSetup for Setup {
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
         let replicated = self.variant == Variant::XactReplicated;
         let hba = if replicated { format!("{HBA_TRUST}\\n{}", replication::HBA_REPLICATION) } else { HBA_TRUST.to_string() };
-        let log = log_file(node);
-        let configure = format!(
-            "set -e; if ! grep -qx '{HBA_TRUST}' {CONF}/pg_hba.conf; then \
-               sed -i '1i {hba}' {CONF}/pg_hba.conf; \
-               mkdir -p {CONF}/conf.d; printf \"{SETTINGS}\" > {CONF}/conf.d/lockchaos.conf; fi; \
-             touch {log}; chown postgres {log}; mkdir -p /var/run/postgresql; chown postgres /var/run/postgresql"
-        );
-        cluster.exec_ok(node, &["sh", "-c", &configure]).await.context("configuring postgres")?;
+        configure(cluster, node, &hba).await?;
         if replicated && node == replication::STANDBY {
             replication::prepare_standby(cluster, node).await?;
         }
-        let start = format!("{BIN}/pg_ctl -D {DATA} -o '-c config_file={CONF}/postgresql.conf' -l {log} start");
-        cluster
-            .exec_ok(node, &["runuser", "-u", "postgres", "--", "sh", "-c", &start])
-            .await
-            .with_context(|| format!("starting postgres in {node}"))?;
-        wait_ready(cluster, node).await?;
+        pg_start(cluster, node).await?;
         // The standby gets the tables by replication (and cannot write).
         if self.variant.transactional() && node == NODE {
             psql(cluster, SCHEMA).await.context("creating the ledger tables")?;
@@ -180,6 +168,31 @@ impl BackendSetup for Setup {
         .context("reading ledger_log")?;
         out.lines().filter(|l| !l.trim().is_empty()).map(parse_row).collect::<anyhow::Result<Vec<_>>>().map(Some)
     }
+}
+
+/// Debian's cluster 15/main in `node`, reachable over TCP without a password (`hba`: the
+/// pg_hba.conf lines to put first), configured once.
+pub async fn configure(cluster: &Cluster, node: &str, hba: &str) -> anyhow::Result<()> {
+    let log = log_file(node);
+    let configure = format!(
+        "set -e; if ! grep -qx '{HBA_TRUST}' {CONF}/pg_hba.conf; then \
+           sed -i '1i {hba}' {CONF}/pg_hba.conf; \
+           mkdir -p {CONF}/conf.d; printf \"{SETTINGS}\" > {CONF}/conf.d/lockchaos.conf; fi; \
+         touch {log}; chown postgres {log}; mkdir -p /var/run/postgresql; chown postgres /var/run/postgresql"
+    );
+    cluster.exec_ok(node, &["sh", "-c", &configure]).await.context("configuring postgres")?;
+    Ok(())
+}
+
+/// Starts the configured cluster with pg_ctl as user postgres and waits until it accepts
+/// connections.
+pub async fn pg_start(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+    let start = format!("{BIN}/pg_ctl -D {DATA} -o '-c config_file={CONF}/postgresql.conf' -l {} start", log_file(node));
+    cluster
+        .exec_ok(node, &["runuser", "-u", "postgres", "--", "sh", "-c", &start])
+        .await
+        .with_context(|| format!("starting postgres in {node}"))?;
+    wait_ready(cluster, node).await
 }
 
 #[derive(serde::Deserialize)]
