@@ -31,12 +31,14 @@ pub struct LiveHistory {
     phases: BTreeMap<u64, Phase>,
     /// Per (client, phase), the run time (ns) of the event that last entered that phase.
     entered_at: BTreeMap<(u64, Phase), u64>,
+    /// Per client, the run time (ns) of its last acquire ok.
+    acquired_at: BTreeMap<u64, u64>,
 }
 
 impl LiveHistory {
     pub fn new(files: impl IntoIterator<Item = (u64, PathBuf)>) -> Self {
         let tails = files.into_iter().map(|(p, path)| (p, Tail { path, offset: 0, partial: String::new() })).collect();
-        LiveHistory { tails, phases: BTreeMap::new(), entered_at: BTreeMap::new() }
+        LiveHistory { tails, phases: BTreeMap::new(), entered_at: BTreeMap::new(), acquired_at: BTreeMap::new() }
     }
 
     /// Reads what the workers appended since the last poll and updates their phases.
@@ -60,6 +62,9 @@ impl LiveHistory {
                     if next != *phase {
                         self.entered_at.insert((*process, next), ev.time);
                     }
+                    if ev.f == "acquire" && ev.kind == EventType::Ok {
+                        self.acquired_at.insert(*process, ev.time);
+                    }
                     *phase = next;
                     out.push(ev);
                 }
@@ -71,6 +76,16 @@ impl LiveHistory {
     #[cfg(test)]
     pub fn phase(&self, process: u64) -> Phase {
         self.phases.get(&process).copied().unwrap_or_default()
+    }
+
+    /// Clients that still hold a grant whose acquire returned at or after run time `since_ns`
+    /// (read or not: the trigger must not miss a client that is already in its section).
+    pub fn acquired_since(&self, since_ns: u64) -> Vec<u64> {
+        self.phases
+            .iter()
+            .filter(|(c, p)| **p != Phase::Idle && self.acquired_at.get(c).is_some_and(|t| *t >= since_ns))
+            .map(|(c, _)| *c)
+            .collect()
     }
 
     /// Clients inside a critical section that they entered at or after run time `since_ns`
@@ -112,6 +127,7 @@ mod tests {
         write!(f, "{}{}", line("invoke", "acquire"), line("ok", "acquire")).unwrap();
         assert_eq!(live.poll().len(), 2);
         assert_eq!(live.phase(1), Phase::Holding);
+        assert_eq!((live.acquired_since(1), live.acquired_since(2)), (vec![1], vec![]));
         let read_ok = line("ok", "read");
         let (a, b) = read_ok.split_at(10);
         write!(f, "{}{a}", line("invoke", "read")).unwrap();
@@ -127,8 +143,10 @@ mod tests {
         write!(f, "{}", line("invoke", "write")).unwrap();
         live.poll();
         assert_eq!(live.phase(1), Phase::Holding);
+        assert_eq!(live.acquired_since(1), vec![1], "still holding after its write");
         write!(f, "{}", line("invoke", "release")).unwrap();
         live.poll();
         assert_eq!(live.phase(1), Phase::Idle);
+        assert_eq!(live.acquired_since(0), Vec::<u64>::new(), "released");
     }
 }

@@ -68,18 +68,20 @@ impl Nemesis {
             // A section-triggered step fires when a client *enters* its critical section after
             // the step fell due, so the fault gets the whole section (work_ms), not its tail.
             // Steps due at the same time share one trigger: they fire together.
-            let phase = match step.when {
-                Some(Trigger::AfterCheck) => Some(Phase::Checked),
-                Some(Trigger::InSection) => Some(Phase::InSection),
-                None if step.target == Target::Holder => Some(Phase::InSection),
-                None => None,
+            let trigger = match step.when {
+                None if step.target == Target::Holder => Some(Trigger::InSection),
+                when => when,
             };
-            let triggered = phase.is_some();
-            let section = match phase {
+            let triggered = trigger.is_some();
+            let since = self.workload_start_ns + step.at_ms * 1_000_000;
+            let section: Vec<u64> = match trigger {
                 None => vec![],
                 Some(_) if self.fired_group == Some(step.at_ms) => self.group_holders.clone(),
-                Some(phase) => live.entered_since(phase, self.workload_start_ns + step.at_ms * 1_000_000),
+                Some(Trigger::Acquired) => live.acquired_since(since),
+                Some(Trigger::InSection) => live.entered_since(Phase::InSection, since),
+                Some(Trigger::AfterCheck) => live.entered_since(Phase::Checked, since),
             };
+            let section: Vec<u64> = section.into_iter().filter(|c| step.by.is_none_or(|b| b == *c)).collect();
             let waiting = triggered && section.is_empty();
             let target = match &step.target {
                 _ if waiting => None,
@@ -97,7 +99,14 @@ impl Nemesis {
                 self.pending.pop_front();
                 let injection = Injection { fault: step.fault, target: "none".into(), from: vec![], params: step.params };
                 let why = if triggered {
-                    format!("no client entered its critical section within {HOLDER_WAIT_MS} ms")
+                    let who = step.by.map(|b| format!("client-{b}")).unwrap_or_else(|| "no client".into());
+                    let what = match trigger {
+                        Some(Trigger::Acquired) => "was granted the lock",
+                        Some(Trigger::AfterCheck) => "checked its lock before a write",
+                        _ => "entered its critical section",
+                    };
+                    let who = if step.by.is_some() { format!("{who} never") } else { who };
+                    format!("{who} {what} within {HOLDER_WAIT_MS} ms")
                 } else {
                     format!("no {} found within {HOLDER_WAIT_MS} ms", step.target)
                 };

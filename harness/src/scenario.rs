@@ -239,6 +239,9 @@ pub struct TimelineStep {
     /// Fire at the first moment from `at_ms` on when this holds (waiting up to 5 s).
     #[serde(default)]
     pub when: Option<Trigger>,
+    /// Only this client's events fire the trigger (`client-K`).
+    #[serde(default)]
+    pub by: Option<Target>,
     /// partition: the members the target is cut off from (`nK`, `client-K`).
     #[serde(default)]
     pub from: Vec<Target>,
@@ -299,6 +302,8 @@ impl PartitionShape {
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum Trigger {
+    /// Some client's acquire has just returned ok (it holds the lock, has not released it).
+    Acquired,
     /// Some client is inside its critical section (read done, write not yet sent).
     InSection,
     /// Some client has just checked that its lock is still valid and is about to write
@@ -593,6 +598,12 @@ fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     let limit_ms = s.time_limit_secs * 1000;
     for (i, step) in s.nemesis.timeline.iter().enumerate() {
         let field = |name: &str| format!("nemesis.timeline[{i}].{name}");
+        match (&step.by, step.when) {
+            (Some(Target::Client(_)), Some(_)) => check_target(field("by"), step.by.as_ref().expect("matched"))?,
+            (Some(_), Some(_)) => return fail(&field("by"), "must name a client (client-K)".into()),
+            (Some(_), None) => return fail(&field("by"), "needs `when`: the trigger that this client's events fire".into()),
+            (None, _) => {}
+        }
         if step.when == Some(Trigger::AfterCheck) && !s.workload.check_before_write {
             return fail(&field("when"), "after-check needs `workload.check_before_write = true`".into());
         }

@@ -78,6 +78,9 @@ const CASES: &[Case] = &[
     Case { scenario: "etcd-pause-fenced-postgres-table", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
         ok_if(r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0) && no_warnings(r), format!("expected the table's conditional update to reject the stale write: {} {}", rs(r), r["warnings"]))
     }},
+    Case { scenario: "redis-single-clock-strobe", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
+        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0) && no_warnings(r), format!("expected the strobed clock to expire the lock early: {} {}", rs(r), r["warnings"]))
+    }},
     Case { scenario: "postgres-xact-partition", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
         // The cut-off holder keeps the lock until the server's idle timeout (1 s) ends its session.
         let gap = r["properties"]["availability"]["longest_gap_ms"].as_f64().unwrap_or(0.0);

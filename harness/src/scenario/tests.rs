@@ -73,7 +73,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "unknown trigger",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"kill\"\ntarget = \"n1\"\nduration_ms = 1\nwhen = \"later\"\n",
-        "f.toml:10: field 'nemesis.timeline[0].when': unknown variant `later`, expected `in-section`",
+        "f.toml:10: field 'nemesis.timeline[0].when': unknown variant `later`, expected one of `acquired`, `in-section`, `after-check`",
     ),
     (
         "partition without `from`",
@@ -134,6 +134,21 @@ const BAD: &[(&str, &str, &str)] = &[
         "renewal slower than the TTL",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[lock]\nttl_ms = 2000\nrenew_ms = 2000\n",
         "f.toml:7: field 'lock.renew_ms': 2000 is not below lock.ttl_ms (2000): the lease would lapse between renewals",
+    ),
+    (
+        "a trigger client without a trigger",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"n1\"\nduration_ms = 1\nby = \"client-1\"\n",
+        "f.toml:10: field 'nemesis.timeline[0].by': needs `when`: the trigger that this client's events fire",
+    ),
+    (
+        "a trigger client that is a node",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"n1\"\nduration_ms = 1\nwhen = \"acquired\"\nby = \"n1\"\n",
+        "f.toml:11: field 'nemesis.timeline[0].by': must name a client (client-K)",
+    ),
+    (
+        "a trigger client beyond the clients",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"n1\"\nduration_ms = 1\nwhen = \"acquired\"\nby = \"client-3\"\n",
+        "f.toml:11: field 'nemesis.timeline[0].by': target client-3 but the scenario has 2 clients",
     ),
     (
         "fault after the time limit",
