@@ -129,6 +129,7 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
     // (client, key, value) of acknowledged writes with their index, and of accepted records.
     let mut acknowledged: Vec<(u64, &str, Option<i64>, u64)> = Vec::new();
     let mut recorded: HashSet<(u64, &str, Option<i64>)> = HashSet::new();
+    let mut invoked_value: HashMap<u64, Option<i64>> = HashMap::new();
     let mut r = ResourceSafety {
         verdict: Verdict::Unknown,
         accepted_writes: 0,
@@ -151,9 +152,17 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
             continue;
         }
         if let Process::Client(c) = e.process {
+            if is_write && e.kind == EventType::Invoke {
+                invoked_value.insert(c, e.value.as_i64());
+            }
             if is_write && e.kind == EventType::Ok {
                 r.acknowledged_increments += 1;
-                acknowledged.push((c, e.key.as_deref().unwrap_or_default(), e.value.as_i64(), e.index));
+                // The value written: on the completion, or (Jepsen histories often leave it
+                // there) on the invoke. Without either, the write cannot be looked up.
+                let value = e.value.as_i64().or(invoked_value.get(&c).copied().flatten());
+                if value.is_some() {
+                    acknowledged.push((c, e.key.as_deref().unwrap_or_default(), value, e.index));
+                }
             }
             continue;
         }

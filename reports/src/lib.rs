@@ -4,3 +4,7 @@ pub mod run_report;
 pub mod run_results;
 
 pub use run_results::{RunResults, WorkerStatus};
+pub mod junit;
+pub mod matrix;
+
+pub use matrix::{Matrix, MatrixRun};

@@ -1,0 +1,190 @@
+//! The measured decision table (matrix.json, matrix.html): backend × failure over the runs of
+//! many scenarios, each cell with how often the lock failed, what it cost, and whether every run
+//! matched its scenario's expectation. The seed's table, measured.
+
+use crate::run_results::RunResults;
+use html_escape::encode_text as esc;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One finished run, with where it sits in the table.
+pub struct MatrixRun<'a> {
+    pub results: &'a RunResults,
+    /// Row: the backend, with the resource it protected when that is not the plain ledger
+    /// ("etcd, fenced ledger").
+    pub row: String,
+    /// Column: the failure the scenario injects ("pause", "clock-jump", "baseline").
+    pub column: String,
+    /// The run's report, relative to where matrix.html is written.
+    pub report: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Matrix {
+    pub rows: Vec<String>,
+    pub columns: Vec<String>,
+    pub cells: Vec<Cell>,
+    /// Every cell matched its expectation in every run.
+    pub all_match: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Cell {
+    pub row: String,
+    pub column: String,
+    pub scenarios: Vec<String>,
+    /// What the scenarios expect ("violation", "safe"; both when they differ).
+    pub expect: Vec<String>,
+    pub runs: u32,
+    pub runs_with_violation: u32,
+    pub runs_unknown: u32,
+    /// Runs whose outcome matched their scenario's expectation.
+    pub runs_matched: u32,
+    pub matches_expectation: bool,
+    pub lost_updates: u64,
+    pub acknowledged_updates: u64,
+    pub stale_writes_rejected: u64,
+    pub acquire_attempts: u64,
+    pub acquire_granted: u64,
+    pub acquire_success_rate: Option<f64>,
+    /// Median over the runs of each run's p50 acquire latency (ms).
+    pub acquire_p50_ms: Option<f64>,
+    /// Highest of the runs' p99 acquire latencies (ms).
+    pub acquire_p99_ms: Option<f64>,
+    pub reports: Vec<String>,
+}
+
+impl Matrix {
+    pub fn from_runs(runs: &[MatrixRun<'_>]) -> Matrix {
+        let mut by_cell: BTreeMap<(String, String), Vec<&MatrixRun<'_>>> = BTreeMap::new();
+        for r in runs {
+            by_cell.entry((r.row.clone(), r.column.clone())).or_default().push(r);
+        }
+        let cells: Vec<Cell> = by_cell.into_iter().map(|((row, column), runs)| cell(row, column, &runs)).collect();
+        let mut rows: Vec<String> = cells.iter().map(|c| c.row.clone()).collect();
+        rows.dedup();
+        let mut columns: Vec<String> = cells.iter().map(|c| c.column.clone()).collect();
+        columns.sort_by_key(|c| (c != "baseline", c.clone()));
+        columns.dedup();
+        let all_match = !cells.is_empty() && cells.iter().all(|c| c.matches_expectation);
+        Matrix { rows, columns, cells, all_match }
+    }
+
+    pub fn cell(&self, row: &str, column: &str) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.row == row && c.column == column)
+    }
+}
+
+fn cell(row: String, column: String, runs: &[&MatrixRun<'_>]) -> Cell {
+    let mut scenarios: Vec<String> = runs.iter().map(|r| r.results.scenario.clone()).collect();
+    scenarios.dedup();
+    let mut expect: Vec<String> = runs.iter().map(|r| r.results.expect.clone()).collect();
+    expect.sort();
+    expect.dedup();
+    let count = |f: &dyn Fn(&RunResults) -> bool| runs.iter().filter(|r| f(r.results)).count() as u32;
+    let sum = |f: &dyn Fn(&RunResults) -> u64| runs.iter().map(|r| f(r.results)).sum::<u64>();
+    let runs_matched = count(&|r| r.matches_expectation);
+    let attempts = sum(&|r| r.properties.availability.attempts);
+    let granted = sum(&|r| r.properties.availability.granted);
+    let mut p50s: Vec<f64> = runs.iter().filter_map(|r| r.results.properties.availability.latency_ms.map(|l| l.p50)).collect();
+    p50s.sort_by(f64::total_cmp);
+    Cell {
+        row,
+        column,
+        scenarios,
+        expect,
+        runs: runs.len() as u32,
+        runs_with_violation: count(&|r| r.outcome == "violation"),
+        runs_unknown: count(&|r| r.outcome == "unknown"),
+        runs_matched,
+        matches_expectation: runs_matched == runs.len() as u32,
+        lost_updates: sum(&|r| r.properties.resource_safety.lost_updates + r.properties.resource_safety.acknowledged_missing),
+        acknowledged_updates: sum(&|r| r.properties.resource_safety.acknowledged_increments),
+        stale_writes_rejected: sum(&|r| r.properties.resource_safety.rejected_writes),
+        acquire_attempts: attempts,
+        acquire_granted: granted,
+        acquire_success_rate: (attempts > 0).then(|| granted as f64 / attempts as f64),
+        acquire_p50_ms: (!p50s.is_empty()).then(|| p50s[(p50s.len() - 1) / 2]),
+        acquire_p99_ms: runs
+            .iter()
+            .filter_map(|r| r.results.properties.availability.latency_ms.map(|l| l.p99))
+            .max_by(f64::total_cmp),
+        reports: runs.iter().map(|r| r.report.clone()).collect(),
+    }
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "–".into())
+}
+
+/// matrix.html: self-contained, no scripts, no external assets.
+pub fn render_html(m: &Matrix, title: &str) -> String {
+    let mut h = String::new();
+    h.push_str("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
+    h.push_str(&esc(title));
+    h.push_str("</title><style>");
+    h.push_str(MATRIX_CSS);
+    h.push_str("</style></head><body>");
+    h.push_str(&format!("<h1>{}</h1>", esc(title)));
+    h.push_str(&format!(
+        "<p class=\"summary {}\">{}</p>",
+        if m.all_match { "match" } else { "mismatch" },
+        if m.all_match { "Every cell matched its expectation in every run." } else { "Some cells did not match their expectation." }
+    ));
+    h.push_str("<table id=\"matrix\"><thead><tr><th>backend</th>");
+    for c in &m.columns {
+        h.push_str(&format!("<th>{}</th>", esc(c)));
+    }
+    h.push_str("</tr></thead><tbody>");
+    for row in &m.rows {
+        h.push_str(&format!("<tr><th>{}</th>", esc(row)));
+        for column in &m.columns {
+            match m.cell(row, column) {
+                None => h.push_str("<td class=\"empty\"></td>"),
+                Some(c) => h.push_str(&render_cell(c)),
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table>");
+    h.push_str(
+        "<p class=\"legend\">Each cell: runs with a violation / runs (expected outcome), lost updates of \
+         acknowledged ones, stale writes the resource rejected, acquire success rate, acquire latency p50 \
+         (median over runs) / p99 (highest of the runs) in ms. Green: every run matched its expectation.</p>",
+    );
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn render_cell(c: &Cell) -> String {
+    let class = if c.matches_expectation { "match" } else { "mismatch" };
+    let links: String = c
+        .reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("<a href=\"{}\">{}</a>", html_escape::encode_double_quoted_attribute(r), i + 1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "<td class=\"{class}\" title=\"{}\"><div class=\"verdict\">violation {}/{} <span class=\"expect\">(expect {})</span></div>\
+         <div>lost {} of {}</div><div>rejected {}</div><div>acquired {}</div><div>p50 {} / p99 {} ms</div>\
+         <div class=\"runs\">{}</div></td>",
+        esc(&c.scenarios.join(", ")),
+        c.runs_with_violation,
+        c.runs,
+        esc(&c.expect.join("/")),
+        c.lost_updates,
+        c.acknowledged_updates,
+        c.stale_writes_rejected,
+        c.acquire_success_rate.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "–".into()),
+        ms(c.acquire_p50_ms),
+        ms(c.acquire_p99_ms),
+        links
+    )
+}
+
+const MATRIX_CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
+table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:.4em .6em;vertical-align:top;font-size:.9em}\
+thead th{background:#f4f4f4}td.match{background:#e9f7ec}td.mismatch{background:#fde8e8}td.empty{background:#fafafa}\
+.verdict{font-weight:600}.expect{font-weight:400;color:#555}.runs a{margin-right:.3em}\
+.summary.match{color:#1a7f37}.summary.mismatch{color:#b42318;font-weight:600}.legend{color:#555;font-size:.85em;max-width:60em}";

@@ -1,0 +1,104 @@
+//! The matrix and JUnit XML over run results built from small real checks.
+
+use checker::{check, CheckOptions, Event, EventType, Process};
+use reports::{junit::junit_xml, matrix, Matrix, MatrixRun, RunResults};
+
+const MS: u64 = 1_000_000;
+
+/// Sections one after another by clients 1 and 2; with `lose`, client 1's last write is based
+/// on a stale read (a lost update).
+fn history(lose: bool) -> Vec<Event> {
+    let mut events = vec![];
+    let mut push = |ms: u64, process: Process, kind: EventType, f: &str, client: Option<u64>, value: i64| {
+        let mut e = Event::new(ms * MS, process, kind, f);
+        e.index = events.len() as u64;
+        e.key = Some("ledger".into());
+        e.client = client;
+        e.value = value.into();
+        events.push(e);
+    };
+    let res = || Process::Named("resource".into());
+    for (i, c) in [1u64, 2, 1].into_iter().enumerate() {
+        let t = i as u64 * 100;
+        let read = if lose && i == 2 { 0 } else { i as i64 };
+        push(t, Process::Client(c), EventType::Invoke, "acquire", None, 0);
+        push(t + 10 + i as u64 * 10, Process::Client(c), EventType::Ok, "acquire", None, 0);
+        push(t + 40, res(), EventType::Ok, "read", Some(c), read);
+        push(t + 50, res(), EventType::Ok, "write", Some(c), read + 1);
+        push(t + 51, Process::Client(c), EventType::Ok, "write", None, read + 1);
+    }
+    events
+}
+
+fn run(scenario: &str, expect: &str, lose: bool) -> RunResults {
+    let properties = check(&history(lose), &CheckOptions::default());
+    let outcome = RunResults::outcome_of(&properties).to_string();
+    RunResults {
+        scenario: scenario.into(),
+        description: "d".into(),
+        matches_expectation: outcome == expect,
+        expect: expect.into(),
+        outcome,
+        run_id: format!("{scenario}-run"),
+        backend: "b".into(),
+        seed: 7,
+        clients: 2,
+        time_limit_secs: 1,
+        started_at: "2026-01-01T00:00:00Z".into(),
+        duration_secs: 2.5,
+        interrupted: false,
+        workers: vec![],
+        warnings: vec![],
+        properties,
+    }
+}
+
+#[test]
+fn cells_aggregate_runs_by_backend_and_failure_and_say_whether_they_match() {
+    let results = [
+        run("etcd-baseline", "safe", false),
+        run("etcd-baseline", "safe", false),
+        run("redis-pause", "violation", true),
+        run("redis-pause", "violation", false),
+    ];
+    let cells = [("etcd", "baseline"), ("etcd", "baseline"), ("redis", "pause"), ("redis", "pause")];
+    let runs: Vec<MatrixRun> = results
+        .iter()
+        .zip(cells)
+        .map(|(r, (row, column))| MatrixRun { results: r, row: row.into(), column: column.into(), report: format!("{}/report.html", r.run_id) })
+        .collect();
+    let m = Matrix::from_runs(&runs);
+    assert_eq!(m.rows, ["etcd", "redis"]);
+    assert_eq!(m.columns, ["baseline", "pause"]);
+    let etcd = m.cell("etcd", "baseline").unwrap();
+    assert_eq!((etcd.runs, etcd.runs_with_violation, etcd.matches_expectation), (2, 0, true));
+    assert_eq!((etcd.lost_updates, etcd.acknowledged_updates), (0, 6));
+    assert_eq!(etcd.acquire_success_rate, Some(1.0));
+    // p50 per run is 20 ms (acquires take 10, 20, 30 ms): the median of the runs' p50s.
+    assert_eq!((etcd.acquire_p50_ms, etcd.acquire_p99_ms), (Some(20.0), Some(30.0)));
+    let redis = m.cell("redis", "pause").unwrap();
+    assert_eq!((redis.runs, redis.runs_with_violation, redis.runs_matched, redis.matches_expectation), (2, 1, 1, false));
+    assert_eq!(redis.lost_updates, 2);
+    assert!(!m.all_match);
+
+    let html = matrix::render_html(&m, "lockchaos matrix");
+    assert!(html.contains("<table id=\"matrix\">") && html.contains("class=\"mismatch\""), "{html}");
+    assert!(html.contains("<a href=\"redis-pause-run/report.html\">1</a>"), "{html}");
+    assert!(!html.contains("<script") && !html.contains("http"), "self-contained");
+    let json = serde_json::to_string(&m).unwrap();
+    assert_eq!(serde_json::from_str::<Matrix>(&json).unwrap(), m);
+}
+
+#[test]
+fn junit_has_a_case_per_run_a_failure_per_mismatch_and_escapes_names() {
+    let mut odd = run("a<b>&\"c\"", "safe", false);
+    odd.outcome = "unknown".into();
+    odd.matches_expectation = false;
+    let runs = [run("etcd-baseline", "safe", false), run("redis-pause", "violation", false), odd];
+    let xml = junit_xml("lockchaos", &runs);
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"lockchaos\" tests=\"3\" failures=\"1\" errors=\"1\" time=\"7.500\">"), "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 3);
+    assert!(xml.contains("<testcase classname=\"redis-pause\" name=\"redis-pause-run (seed 7)\" time=\"2.500\"><failure message=\"expected violation, outcome safe: lost updates 0"), "{xml}");
+    assert!(xml.contains("classname=\"a&lt;b&gt;&amp;&quot;c&quot;\"") && xml.contains("<error message="), "{xml}");
+    assert!(xml.contains("<testcase classname=\"etcd-baseline\" name=\"etcd-baseline-run (seed 7)\" time=\"2.500\"></testcase>"), "{xml}");
+}
