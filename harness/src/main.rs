@@ -9,6 +9,7 @@ mod containers;
 mod event_log;
 mod faults;
 mod live_history;
+mod matrix_command;
 mod lock_backends;
 mod nemesis;
 mod node_image;
@@ -58,6 +59,31 @@ enum Command {
         /// Run the scenario this many times and print a tally (exit 0 only if every run matched).
         #[arg(long, default_value_t = 1)]
         test_count: u32,
+        /// Also write JUnit XML here: one test case per run.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+    },
+    /// Run many scenarios and measure the backend-by-failure table: matrix.json and
+    /// matrix.html in the store. Exit 0 when every cell matched its expectation in every run.
+    Matrix {
+        /// Scenario names to run, as globs (`redis-*`), comma-separated (default: all).
+        #[arg(long, default_value = "*")]
+        scenarios: String,
+        /// Runs of each scenario.
+        #[arg(long, default_value_t = 1)]
+        runs: u32,
+        /// Seconds of workload per run (overrides each scenario's time_limit_secs).
+        #[arg(long)]
+        time_limit: Option<u64>,
+        /// Where run folders and the matrix go.
+        #[arg(long, default_value = "store")]
+        store: PathBuf,
+        /// Also write JUnit XML here: one test case per run.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Only the per-run lines and the table.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Check a history (ours or Jepsen's EDN) or a run folder: lock safety, fencing, holder
     /// overlap, and with --model linearizability. Exit 0 valid, 1 invalid, 2 unknown or error.
@@ -166,11 +192,21 @@ fn main() -> ExitCode {
 
 async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Scenario { name, time_limit, seed, store, clients, quiet, test_count } => {
+        Command::Scenario { name, time_limit, seed, store, clients, quiet, test_count, junit } => {
             let loaded = scenario_catalog::resolve(&name)?;
             let opts = run::RunOptions { store, time_limit_secs: time_limit, seed, clients };
             let reporter: Arc<dyn progress::Reporter> = Arc::from(progress::reporter(quiet));
-            scenario_command::run_series(loaded, opts, reporter, test_count.max(1)).await
+            let series = scenario_command::run_series(loaded, opts, reporter, test_count.max(1)).await?;
+            if let Some(file) = junit {
+                let results: Vec<_> = series.runs.iter().map(|r| r.results.clone()).collect();
+                scenario_command::write_junit(&file, &results)?;
+            }
+            Ok(ExitCode::from(series.exit_code()))
+        }
+        Command::Matrix { scenarios, runs, time_limit, store, junit, quiet } => {
+            let reporter: Arc<dyn progress::Reporter> = Arc::from(progress::reporter(quiet));
+            let args = matrix_command::MatrixArgs { patterns: scenarios, runs: runs.max(1), time_limit, store, junit };
+            matrix_command::run(args, reporter).await.map(ExitCode::from)
         }
         Command::Check { file, model, format, timeout, json } => check_command::run(check_command::CheckArgs {
             file,

@@ -13,6 +13,10 @@ pub struct Scenario {
     /// One line: what the scenario shows.
     pub description: String,
     pub expect: Expectation,
+    /// The failure this scenario stands for in the matrix ("pause", "failover"); by default
+    /// the faults it injects (partitions that only set the stage left out), or "baseline".
+    #[serde(default)]
+    pub failure: Option<String>,
     pub backend: BackendKind,
     #[serde(default = "defaults::clients")]
     pub clients: u32,
@@ -57,6 +61,45 @@ pub enum Persistence {
 pub enum Expectation {
     Violation,
     Safe,
+}
+
+impl Scenario {
+    /// The matrix column: `failure`, else the fault kinds injected, else "baseline".
+    pub fn matrix_column(&self) -> String {
+        if let Some(f) = &self.failure {
+            return f.clone();
+        }
+        let mut kinds: Vec<FaultKind> = self.nemesis.timeline.iter().map(|s| s.fault).collect();
+        kinds.extend(self.nemesis.random.iter().flat_map(|r| r.faults.iter().copied()));
+        let mut names: Vec<&str> = vec![];
+        for k in &kinds {
+            if !names.contains(&k.name()) && (*k != FaultKind::Partition || kinds.iter().all(|o| *o == FaultKind::Partition)) {
+                names.push(k.name());
+            }
+        }
+        if names.is_empty() {
+            "baseline".into()
+        } else {
+            names.join(" + ")
+        }
+    }
+
+    /// The matrix row: the backend, and the resource when it is not the unfenced ledger.
+    pub fn matrix_row(&self) -> String {
+        let resource = match (self.resource.kind, self.resource.mode) {
+            (ResourceKind::Ledger, ResourceMode::Unfenced) => None,
+            (ResourceKind::Ledger, ResourceMode::Fenced) => Some("fenced ledger"),
+            (ResourceKind::Postgres, ResourceMode::Fenced) => Some("fenced Postgres table"),
+            (ResourceKind::Postgres, ResourceMode::Unfenced) => Some("Postgres table"),
+        };
+        let persistence = (self.server.persistence == Persistence::Appendonly).then_some("appendonly");
+        let extras: Vec<&str> = [resource, persistence].into_iter().flatten().collect();
+        if extras.is_empty() {
+            self.backend.name().to_string()
+        } else {
+            format!("{}, {}", self.backend.name(), extras.join(", "))
+        }
+    }
 }
 
 impl fmt::Display for Expectation {

@@ -5,43 +5,63 @@ use crate::progress::Reporter;
 use crate::run::{self, RunOptions};
 use crate::scenario::LoadedScenario;
 use reports::RunResults;
-use std::process::ExitCode;
 use std::sync::Arc;
 
-/// Runs the scenario `count` times (sequentially: runs share the machine's two cores).
-/// Exit status: 0 when every run matched its expectation, 1 when some did not, 2 when any run
-/// ended unknown or in error. An error or Ctrl-C stops the series.
+/// The runs of a series and how it ended.
+pub struct Series {
+    pub runs: Vec<run::RunOutcome>,
+    /// An error stopped the series (it is printed).
+    pub error: Option<String>,
+}
+
+impl Series {
+    /// 0 when every run matched its expectation, 1 when some did not, 2 when any run ended
+    /// unknown or the series ended in error.
+    pub fn exit_code(&self) -> u8 {
+        let unknown = self.error.is_some() || self.runs.iter().any(|r| r.results.outcome == "unknown");
+        match (unknown, self.runs.iter().all(|r| r.results.matches_expectation)) {
+            (true, _) => 2,
+            (false, true) => 0,
+            (false, false) => 1,
+        }
+    }
+}
+
+/// Runs the scenario `count` times (sequentially: runs share the machine's two cores). An
+/// error or Ctrl-C stops the series; a single run's error is returned as the error.
 pub async fn run_series(
     loaded: LoadedScenario,
     opts: RunOptions,
     reporter: Arc<dyn Reporter>,
     count: u32,
-) -> anyhow::Result<ExitCode> {
-    let mut tally: Vec<RunResults> = vec![];
+) -> anyhow::Result<Series> {
+    let mut series = Series { runs: vec![], error: None };
     for i in 1..=count {
         let outcome = match run::run(loaded.clone(), opts.clone(), reporter.clone()).await {
             Ok(o) => o,
             Err(e) if count > 1 => {
-                println!("run {i}/{count}: error: {}", format!("{e:#}").replace('\n', " "));
-                print_tally(&tally, count);
-                return Ok(ExitCode::from(2));
+                let e = format!("{e:#}").replace('\n', " ");
+                println!("run {i}/{count}: error: {e}");
+                series.error = Some(e);
+                break;
             }
             Err(e) => return Err(e),
         };
         let prefix = if count > 1 { format!("run {i}/{count}: ") } else { String::new() };
         print_run(&prefix, &outcome.results, &outcome.dir.join("report.html"));
-        tally.push(outcome.results);
+        series.runs.push(outcome);
     }
     if count > 1 {
-        print_tally(&tally, count);
+        let results: Vec<RunResults> = series.runs.iter().map(|r| r.results.clone()).collect();
+        print_tally(&results, count);
     }
-    let unknown = tally.iter().any(|r| r.outcome == "unknown");
-    let all_match = tally.iter().all(|r| r.matches_expectation);
-    Ok(ExitCode::from(match (unknown, all_match) {
-        (true, _) => 2,
-        (false, true) => 0,
-        (false, false) => 1,
-    }))
+    Ok(series)
+}
+
+/// `--junit FILE`: one test case per run.
+pub fn write_junit(file: &std::path::Path, results: &[RunResults]) -> anyhow::Result<()> {
+    std::fs::write(file, reports::junit::junit_xml("lockchaos", results))
+        .map_err(|e| anyhow::anyhow!("cannot write JUnit XML to {}: {e}", file.display()))
 }
 
 fn print_run(prefix: &str, r: &RunResults, report: &std::path::Path) {

@@ -267,3 +267,32 @@ fn a_latency_fault_runs_where_the_kernel_has_netem_and_is_refused_where_not() {
     let mine = Command::new("docker").args(["ps", "-aq", "--filter", &label]).output().unwrap();
     assert!(mine.stdout.is_empty(), "the refused run left containers: {}", String::from_utf8_lossy(&mine.stdout));
 }
+
+#[test]
+fn the_matrix_measures_its_cells_and_writes_junit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let store = tempfile::Builder::new().prefix("matrix-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let junit = store.path().join("junit.xml");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
+        .current_dir(&root)
+        .args(["matrix", "--scenarios", "redis-single-base*", "--runs", "2", "--time-limit", "3", "--quiet", "--store"])
+        .arg(store.path())
+        .arg("--junit")
+        .arg(&junit)
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(store.path().join("matrix.json")).unwrap()).unwrap();
+    let cell = &m["cells"][0];
+    assert_eq!((cell["row"].as_str(), cell["column"].as_str(), cell["runs"].as_u64()), (Some("redis-single"), Some("baseline"), Some(2)), "{m}");
+    assert!(cell["matches_expectation"] == true && cell["acknowledged_updates"].as_u64() > Some(0), "{m}");
+    for report in cell["reports"].as_array().unwrap() {
+        assert!(store.path().join(report.as_str().unwrap()).exists(), "matrix links a missing report {report}");
+    }
+    let html = std::fs::read_to_string(store.path().join("matrix.html")).unwrap();
+    assert!(html.contains("<table id=\"matrix\">"), "{html}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testcase classname=\"redis-single-baseline\"").count(), 2, "{xml}");
+}
