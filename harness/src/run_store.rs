@@ -90,6 +90,24 @@ impl RunDir {
     }
 }
 
+/// Rewrites `store/index.html` from every run folder's results.json (a folder without one, or
+/// with an unreadable one, is left out: its run did not finish checking).
+pub fn write_index(store: &Path) -> anyhow::Result<()> {
+    let mut entries = vec![];
+    for scenario in std::fs::read_dir(store)?.filter_map(|e| e.ok()).filter(|e| e.path().is_dir() && !e.path().is_symlink()) {
+        for run in std::fs::read_dir(scenario.path())?.filter_map(|e| e.ok()) {
+            let Ok(text) = std::fs::read_to_string(run.path().join("results.json")) else { continue };
+            let Ok(results) = serde_json::from_str::<reports::RunResults>(&text) else { continue };
+            let report = format!("{}/{}/report.html", scenario.file_name().to_string_lossy(), run.file_name().to_string_lossy());
+            entries.push(reports::run_index::IndexEntry { results, report });
+        }
+    }
+    let tmp = store.join(format!(".index-{}.html", std::process::id()));
+    std::fs::write(&tmp, reports::run_index::render(&mut entries))?;
+    std::fs::rename(&tmp, store.join("index.html"))?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

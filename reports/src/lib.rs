@@ -6,5 +6,6 @@ pub mod run_results;
 pub use run_results::{RunResults, WorkerStatus};
 pub mod junit;
 pub mod matrix;
+pub mod run_index;
 
 pub use matrix::{Matrix, MatrixRun};

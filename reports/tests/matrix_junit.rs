@@ -1,6 +1,7 @@
-//! The matrix and JUnit XML over run results built from small real checks.
+//! The matrix, JUnit XML and the store's index over run results built from small real checks.
 
 use checker::{check, CheckOptions, Event, EventType, Process};
+use reports::run_index::{self, IndexEntry};
 use reports::{junit::junit_xml, matrix, Matrix, MatrixRun, RunResults};
 
 const MS: u64 = 1_000_000;
@@ -101,4 +102,21 @@ fn junit_has_a_case_per_run_a_failure_per_mismatch_and_escapes_names() {
     assert!(xml.contains("<testcase classname=\"redis-pause\" name=\"redis-pause-run (seed 7)\" time=\"2.500\"><failure message=\"expected violation, outcome safe: lost updates 0"), "{xml}");
     assert!(xml.contains("classname=\"a&lt;b&gt;&amp;&quot;c&quot;\"") && xml.contains("<error message="), "{xml}");
     assert!(xml.contains("<testcase classname=\"etcd-baseline\" name=\"etcd-baseline-run (seed 7)\" time=\"2.500\"></testcase>"), "{xml}");
+}
+
+#[test]
+fn the_index_lists_runs_newest_first_with_their_verdicts_and_links() {
+    let mut old = run("redis-pause", "violation", false);
+    old.started_at = "2026-01-01T00:00:00Z".into();
+    let mut new = run("etcd-baseline", "safe", false);
+    new.started_at = "2026-01-02T00:00:00Z".into();
+    let mut entries = [
+        IndexEntry { results: old, report: "redis-pause/1/report.html".into() },
+        IndexEntry { results: new, report: "etcd-baseline/2/report.html".into() },
+    ];
+    let html = run_index::render(&mut entries);
+    let (first, second) = (html.find("etcd-baseline/2/report.html").unwrap(), html.find("redis-pause/1/report.html").unwrap());
+    assert!(first < second, "newest first: {html}");
+    assert!(html.contains("2 run(s), 1 matched their expectation"), "{html}");
+    assert!(html.contains("<tr class=\"mismatch\"><td>2026-01-01T00:00:00Z</td>"), "{html}");
 }

@@ -92,6 +92,10 @@ pub fn check_and_report(
     };
     std::fs::write(ctx.dir.file("results.json"), serde_json::to_vec_pretty(&results)?)?;
     std::fs::write(ctx.dir.file("report.html"), reports::run_report::render(&results, &events))?;
+    // The store's index is a convenience: a run is complete without it.
+    if let Err(e) = crate::run_store::write_index(&ctx.dir.store) {
+        tracing::warn!("cannot update {}/index.html: {e:#}", ctx.dir.store.display());
+    }
     ctx.dir.point_latest()?;
     Ok(results)
 }
