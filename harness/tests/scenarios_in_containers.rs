@@ -296,3 +296,65 @@ fn the_matrix_measures_its_cells_and_writes_junit() {
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches("<testcase classname=\"redis-single-baseline\"").count(), 2, "{xml}");
 }
+
+/// Debian's chromium (or another Chromium on PATH).
+fn chromium() -> String {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if Command::new("sh").args(["-c", &format!("command -v {name}")]).output().is_ok_and(|o| o.status.success()) {
+            return name.to_string();
+        }
+    }
+    panic!("this test needs headless Chromium: apt-get install chromium (.ci/run installs it)");
+}
+
+/// Loads a page headless; returns the rendered DOM and the console lines Chromium logged.
+fn render_in_chromium(browser: &str, page: &Path, extra: &[String]) -> (String, Vec<String>) {
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"])
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let console = String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.contains(":CONSOLE")).map(String::from).collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), console)
+}
+
+#[test]
+fn a_real_report_renders_in_headless_chromium_with_its_timeline_and_violations() {
+    let browser = chromium();
+    let scratch = tempfile::Builder::new().prefix("chromium-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // The console check must be able to fail: a page that logs an error is caught.
+    let bad = scratch.path().join("bad.html");
+    std::fs::write(&bad, "<html><body><script>console.error('boom')</script></body></html>").unwrap();
+    let (_, console) = render_in_chromium(&browser, &bad, &["--dump-dom".into()]);
+    assert!(console.iter().any(|l| l.contains("boom")), "console messages are not seen: {console:?}");
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let store = scratch.path().join("store");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
+        .current_dir(&root)
+        .args(["scenario", "redis-single-pause", "--quiet", "--time-limit", "10", "--store"])
+        .arg(&store)
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = store.join("latest").canonicalize().unwrap();
+    let (dom, console) = render_in_chromium(&browser, &run.join("report.html"), &["--dump-dom".into()]);
+    assert!(console.is_empty(), "the report logged to the console: {console:?}");
+    let section = |id: &str| {
+        let start = dom.find(&format!("<section id=\"{id}\">")).unwrap_or_else(|| panic!("no section #{id} in the rendered page"));
+        let end = dom[start..].find("</section>").map(|e| start + e).unwrap_or(dom.len());
+        dom[start..end].to_string()
+    };
+    let timeline = section("timeline");
+    assert!(timeline.contains("<svg class=\"timeline\""), "{timeline}");
+    assert_eq!(timeline.matches("<g class=\"lane\"").count(), 2, "a lane per client: {timeline}");
+    assert!(timeline.contains("class=\"hold overlap\"") && timeline.contains("<g class=\"fault\">"), "{timeline}");
+    let violations = section("violations");
+    assert!(violations.matches("<li class=\"violation\">").count() >= 1, "{violations}");
+    let shot = run.join("report.png");
+    render_in_chromium(&browser, &run.join("report.html"), &["--window-size=1400,2400".into(), format!("--screenshot={}", shot.display())]);
+    let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 20_000, "screenshot {} is {size} bytes", shot.display());
+}
