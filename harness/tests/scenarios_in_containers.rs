@@ -351,6 +351,9 @@ fn a_real_report_renders_in_headless_chromium_with_its_timeline_and_violations()
     assert!(timeline.contains("<svg class=\"timeline\""), "{timeline}");
     assert_eq!(timeline.matches("<g class=\"lane\"").count(), 2, "a lane per client: {timeline}");
     assert!(timeline.contains("class=\"hold overlap\"") && timeline.contains("<g class=\"fault\">"), "{timeline}");
+    for plot in ["plot-latency", "plot-throughput"] {
+        assert!(timeline.contains(&format!("<figure class=\"{plot}\"><svg")), "no {plot}: {timeline}");
+    }
     let violations = section("violations");
     assert!(violations.matches("<li class=\"violation\">").count() >= 1, "{violations}");
     let shot = run.join("report.png");

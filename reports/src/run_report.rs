@@ -6,6 +6,7 @@
 //! Every string that comes from a run (scenario text, errors, keys, values) goes through
 //! [`esc`]: histories and error messages are untrusted.
 
+mod plots;
 mod timeline;
 mod timeline_svg;
 mod violations;
@@ -252,7 +253,8 @@ fn timeline_section(r: &RunResults, history: &[Event]) -> String {
         "<p>No events were recorded: nothing to draw.</p>\n".to_string()
     } else {
         let model = timeline::Timeline::from_history(history, r.workers.iter().map(|w| w.process));
-        timeline_svg::render(&model)
+        let plots = plots::render(history, &model.faults);
+        format!("{}<h3>Acquire latency and throughput</h3>\n<p class=\"note\">Shaded: fault periods.</p>\n<div class=\"plots\">{plots}</div>\n", timeline_svg::render(&model))
     };
     format!("<section id=\"timeline\">\n<h2>Timeline</h2>\n{body}</section>\n")
 }
