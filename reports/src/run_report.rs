@@ -6,6 +6,7 @@
 //! Every string that comes from a run (scenario text, errors, keys, values) goes through
 //! [`esc`]: histories and error messages are untrusted.
 
+mod linearizability_svg;
 mod plots;
 mod timeline;
 mod timeline_svg;
@@ -22,6 +23,7 @@ pub fn render(results: &RunResults, history: &[Event]) -> String {
         header(results),
         properties(&results.properties),
         violations::section(&results.properties, history),
+        linearizability_section(&results.properties, history),
         timeline_section(results, history),
         workers(results),
         warnings(results),
@@ -246,6 +248,23 @@ fn resource_safety_details(rs: &checker::ResourceSafety) -> String {
         out.push_str("</ul>");
     }
     out
+}
+
+/// Porcupine's picture of the first failing partition, when the lock was checked as a mutex
+/// (or another model) and found not linearizable.
+fn linearizability_section(c: &CheckResults, history: &[Event]) -> String {
+    let Some(checker::LinearizabilityCheck::Checked(l)) = &c.linearizability else { return String::new() };
+    let Some(failure) = l.failures.first() else { return String::new() };
+    let figure = linearizability_svg::render(failure, history);
+    if figure.is_empty() {
+        return String::new();
+    }
+    let decides = if c.decides_outcome("linearizability") { "" } else { " (informational: a lease lock under faults is not a mutex)" };
+    format!(
+        "<section id=\"linearizability\">\n<h2>Linearizability{}</h2>\n<p>Model <code>{}</code>: no order of the operations is consistent with the model beyond this point.</p>\n{figure}</section>\n",
+        esc(decides),
+        esc(&l.model)
+    )
 }
 
 fn timeline_section(r: &RunResults, history: &[Event]) -> String {

@@ -15,8 +15,10 @@ pub(super) fn section(c: &CheckResults, history: &[Event]) -> String {
 
 fn resource_safety(rs: &ResourceSafety, history: &[Event]) -> String {
     let mut out = String::new();
-    if rs.lost_updates == 0 && rs.interleaved_sections == 0 {
+    if rs.lost_updates == 0 && rs.interleaved_sections == 0 && rs.acknowledged_missing == 0 {
         out.push_str("<p class=\"good\">No violation of resource safety.</p>\n");
+    } else if rs.lost_updates == 0 && rs.interleaved_sections == 0 {
+        out.push_str("<p class=\"bad\">Resource safety violated.</p>\n");
     } else {
         out.push_str(&format!(
             "<p class=\"bad\">Resource safety violated: {} interleaved critical section(s), \
@@ -29,6 +31,15 @@ fn resource_safety(rs: &ResourceSafety, history: &[Event]) -> String {
             "<p>{} critical section(s) overlapped another client's but their stale write was \
              rejected by fencing: the lock failed, the resource held.</p>\n",
             rs.fenced_interleavings
+        ));
+    }
+    if rs.acknowledged_missing > 0 {
+        let listed: Vec<String> = rs.acknowledged_missing_evidence.iter().map(|i| format!("#{i}")).collect();
+        out.push_str(&format!(
+            "<p class=\"bad\">{} write(s) acknowledged to clients are not in the resource's record \
+             (lost with the resource's state, e.g. in a failover): events {}.</p>\n",
+            rs.acknowledged_missing,
+            esc(&listed.join(", "))
         ));
     }
     if rs.evidence.is_empty() {
