@@ -25,6 +25,16 @@ pub(crate) struct WriteMark {
     pub lane: usize,
     pub time: u64,
     pub accepted: bool,
+    pub token: Option<u64>,
+    pub value: Option<i64>,
+}
+
+/// A critical section as the client ran it: its read returned → it sent its write (or gave up).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Section {
+    pub lane: usize,
+    pub start: u64,
+    pub end: u64,
 }
 
 /// A fault from its start to its stop record (or to the history's end if never healed).
@@ -45,6 +55,7 @@ pub(crate) struct Timeline {
     pub lanes: Vec<u64>,
     pub holds: Vec<Hold>,
     pub writes: Vec<WriteMark>,
+    pub sections: Vec<Section>,
     /// Writes whose resource record names no client: they have no lane.
     pub writes_without_client: u64,
     pub faults: Vec<FaultBand>,
@@ -71,6 +82,8 @@ impl Timeline {
         let mut holds = Vec::new();
         let mut open: HashMap<u64, (u64, Option<u64>)> = HashMap::new();
         let mut writes = Vec::new();
+        let mut sections = Vec::new();
+        let mut in_section: HashMap<u64, u64> = HashMap::new();
         let mut writes_without_client = 0;
         let mut faults = Faults::default();
         for e in history {
@@ -86,6 +99,19 @@ impl Timeline {
                         overlaps: false,
                     };
                     match (e.f.as_str(), e.kind) {
+                        ("read", EventType::Ok) => {
+                            in_section.insert(*c, e.time);
+                        }
+                        ("write", EventType::Invoke) | ("release", EventType::Invoke) => {
+                            if let Some(start) = in_section.remove(c) {
+                                sections.push(Section { lane: lane_of[c], start, end: e.time.max(start) });
+                            }
+                            if e.f == "release" {
+                                if let Some((s, t)) = open.remove(c) {
+                                    holds.push(close(s, t, e.time, false));
+                                }
+                            }
+                        }
                         ("acquire", EventType::Ok) => {
                             // A second grant without a release closes the first: a client
                             // holds at most one grant of the lock at a time.
@@ -97,11 +123,6 @@ impl Timeline {
                             // Asking again means the client no longer believes it holds it.
                             if let Some((s, t)) = open.remove(c) {
                                 holds.push(close(s, t, e.time, true));
-                            }
-                        }
-                        ("release", EventType::Invoke) => {
-                            if let Some((s, t)) = open.remove(c) {
-                                holds.push(close(s, t, e.time, false));
                             }
                         }
                         _ => {}
@@ -121,6 +142,8 @@ impl Timeline {
                             lane,
                             time: e.time,
                             accepted,
+                            token: e.token,
+                            value: e.value.as_i64(),
                         }),
                         None => writes_without_client += 1,
                     }
@@ -145,6 +168,7 @@ impl Timeline {
             lanes,
             holds,
             writes,
+            sections,
             writes_without_client,
             faults: faults.finish(end),
             end,
@@ -319,6 +343,8 @@ mod tests {
             "write",
         );
         w.client = Some(1);
+        w.token = Some(7);
+        w.value = 3.into();
         let mut start = ev(
             15,
             Process::Named("nemesis".into()),
@@ -330,7 +356,9 @@ mod tests {
         let history = vec![
             ev(5, c1.clone(), EventType::Invoke, "acquire"),
             acq,
+            ev(12, c1.clone(), EventType::Ok, "read"),
             start,
+            ev(18, c1.clone(), EventType::Invoke, "write"),
             w,
         ];
         let t = Timeline::from_history(&history, [4]);
@@ -342,9 +370,12 @@ mod tests {
             vec![WriteMark {
                 lane: 0,
                 time: 20,
-                accepted: false
+                accepted: false,
+                token: Some(7),
+                value: Some(3),
             }]
         );
+        assert_eq!(t.sections, vec![Section { lane: 0, start: 12, end: 18 }]);
         assert_eq!(t.faults.len(), 1);
         assert!(!t.faults[0].healed && t.faults[0].end == 20);
     }

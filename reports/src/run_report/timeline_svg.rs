@@ -6,7 +6,7 @@
 //! bar, writes are drawn as one path per lane and kind with one tick per pixel column, and a
 //! hard cap on bars and bands stops the rest (the page says how many were left out).
 
-use super::timeline::{FaultBand, Hold, Timeline};
+use super::timeline::{FaultBand, Hold, Timeline, WriteMark};
 use super::{esc, secs};
 use std::collections::BTreeSet;
 
@@ -22,6 +22,9 @@ const AXIS_H: f64 = 30.0;
 /// Bars carry a tooltip each (~120 bytes): 10k keeps the page near 1 MB.
 const MAX_BARS: usize = 10_000;
 const MAX_FAULTS: usize = 500;
+/// Up to this many writes, each tick is its own element with the write's token and value in
+/// its tooltip; beyond, one path per lane and kind.
+const MAX_LABELLED_WRITES: usize = 400;
 
 /// Horizontal scale: run time (ns) → x.
 struct Scale {
@@ -80,7 +83,8 @@ pub(super) fn render(t: &Timeline) -> String {
 fn legend() -> &'static str {
     "<p class=\"legend\"><span class=\"sw hold\"></span>lock held (as the client believed: acquire ok \
      &rarr; release) <span class=\"sw hold overlap\"></span>held while another client also held it \
-     <span class=\"sw w-ok\"></span>write accepted by the resource \
+     <span class=\"sw section\"></span>critical section (read &rarr; write) \
+     <span class=\"sw w-ok\"></span>write accepted by the resource (tooltip: token, value) \
      <span class=\"sw w-fail\"></span>write rejected <span class=\"sw fault\"></span>fault active</p>\n"
 }
 
@@ -219,9 +223,18 @@ fn lanes(t: &Timeline, scale: &Scale, top: f64, notes: &mut Vec<String>) -> Stri
         by_lane[h.lane].push(h);
     }
     let mut writes: Vec<[BTreeSet<i64>; 2]> = vec![Default::default(); t.lanes.len()];
+    let mut labelled: Vec<Vec<&WriteMark>> = vec![Vec::new(); t.lanes.len()];
     for w in &t.writes {
-        // One tick per pixel column is all a reader can see anyway.
-        writes[w.lane][usize::from(!w.accepted)].insert(scale.x(w.time).round() as i64);
+        if t.writes.len() <= MAX_LABELLED_WRITES {
+            labelled[w.lane].push(w);
+        } else {
+            // One tick per pixel column is all a reader can see anyway.
+            writes[w.lane][usize::from(!w.accepted)].insert(scale.x(w.time).round() as i64);
+        }
+    }
+    let mut sections: Vec<Vec<(f64, f64)>> = vec![Vec::new(); t.lanes.len()];
+    for s in &t.sections {
+        sections[s.lane].push((scale.x(s.start), scale.x(s.end)));
     }
     let mut budget = MAX_BARS;
     let mut dropped = 0usize;
@@ -241,6 +254,10 @@ fn lanes(t: &Timeline, scale: &Scale, top: f64, notes: &mut Vec<String>) -> Stri
             &mut budget,
             &mut dropped,
         ));
+        out.push_str(&section_path(&mut sections[lane], y + BAR_Y + BAR_H - 2.0, *client));
+        for w in &labelled[lane] {
+            out.push_str(&labelled_tick(w, scale, y));
+        }
         let [ok, fail] = &writes[lane];
         out.push_str(&ticks(ok, "w-ok", y, BAR_Y, *client, "accepted"));
         out.push_str(&ticks(
@@ -339,6 +356,40 @@ fn bars(
         ));
     }
     out
+}
+
+/// One write as its own tick, accepted above the bar and rejected below, with what it carried.
+fn labelled_tick(w: &WriteMark, scale: &Scale, y: f64) -> String {
+    let x = scale.x(w.time).round();
+    let (class, y0, len, what) = if w.accepted {
+        ("w-ok", y, BAR_Y, "accepted")
+    } else {
+        ("w-fail", y + BAR_Y + BAR_H, LANE_H - BAR_Y - BAR_H, "rejected")
+    };
+    let token = w.token.map(|t| format!(", token {t}")).unwrap_or_else(|| ", no token".into());
+    let value = w.value.map(|v| format!(", value {v}")).unwrap_or_default();
+    format!(
+        "<path class=\"{class}\" d=\"M{x} {y0:.1}v{len}\"><title>write {what} at {} s{token}{value}</title></path>\n",
+        secs(w.time)
+    )
+}
+
+/// A lane's critical sections (read returned → write sent) as one path of strokes along the
+/// bottom of its bars, sections within a pixel merged.
+fn section_path(spans: &mut [(f64, f64)], y: f64, client: u64) -> String {
+    if spans.is_empty() {
+        return String::new();
+    }
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut merged: Vec<(f64, f64)> = vec![];
+    for &(a, b) in spans.iter() {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 + 1.0 => last.1 = last.1.max(b),
+            _ => merged.push((a, b.max(a + 1.0))),
+        }
+    }
+    let d: String = merged.iter().map(|(a, b)| format!("M{a:.1} {y:.1}H{b:.1}")).collect();
+    format!("<path class=\"section\" d=\"{d}\"><title>client {client}: critical sections (read returned &rarr; write sent)</title></path>\n")
 }
 
 /// All ticks of one lane and kind as a single path: compact at any history size.
