@@ -738,7 +738,7 @@ fn check_step(
             if step.offset_ms.is_none() {
                 return fail("fault", format!("a {} needs `offset_ms`", step.fault.name()));
             }
-            if step.fault == FaultKind::ClockStrobe && !step.period_ms.is_some_and(|p| p >= 10) {
+            if step.fault == FaultKind::ClockStrobe && step.period_ms.is_none_or(|p| p < 10) {
                 return fail("period_ms", "a clock-strobe needs `period_ms` of at least 10".into());
             }
             if let Some(why) = backend.clock_faults_unsupported() {
@@ -749,7 +749,7 @@ fn check_step(
             if !node_target {
                 return fail("target", "latency is added on a node's interface (workers have no NET_ADMIN): the target must be a node".into());
             }
-            if !step.delay_ms.is_some_and(|d| d >= 1) {
+            if step.delay_ms.is_none_or(|d| d < 1) {
                 return fail("fault", "a latency fault needs `delay_ms` (at least 1)".into());
             }
         }

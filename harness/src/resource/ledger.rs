@@ -93,9 +93,6 @@ mod tests {
     fn write(client: u64, token: Option<u64>, value: i64) -> Request {
         Request::Write { key: "k".into(), client, token, value }
     }
-    fn read(client: u64) -> Request {
-        Request::Read { key: "k".into(), client, token: None }
-    }
     fn read_with(client: u64, token: u64) -> Request {
         Request::Read { key: "k".into(), client, token: Some(token) }
     }
