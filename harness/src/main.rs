@@ -109,8 +109,12 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
-    /// Remove every container and network that a lockchaos run left behind.
-    Clean,
+    /// Remove every container and network that a lockchaos run left behind (runs whose
+    /// lockchaos process is gone); `--all` also those of runs still going.
+    Clean {
+        #[arg(long)]
+        all: bool,
+    },
     /// The node image.
     Image {
         #[command(subcommand)]
@@ -226,10 +230,15 @@ async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Clean => {
+        Command::Clean { all } => {
             let docker = containers::docker_api::connect().await?;
-            let removed = containers::teardown::remove_labelled(&docker, None).await?;
-            println!("removed {} container(s) and {} network(s)", removed.containers, removed.networks);
+            let removed = containers::teardown::remove_leftovers(&docker, all).await?;
+            let live = if removed.skipped_live > 0 {
+                format!("; left {} item(s) of runs still going (--all removes them too)", removed.skipped_live)
+            } else {
+                String::new()
+            };
+            println!("removed {} container(s) and {} network(s){live}", removed.containers, removed.networks);
             Ok(ExitCode::SUCCESS)
         }
         Command::Image { command: ImageCommand::Build { force, method } } => {

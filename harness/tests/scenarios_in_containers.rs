@@ -361,3 +361,34 @@ fn a_real_report_renders_in_headless_chromium_with_its_timeline_and_violations()
     let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
     assert!(size > 20_000, "screenshot {} is {size} bytes", shot.display());
 }
+
+/// This process's `lockchaos.controller` value (PID and start time), as lockchaos writes it.
+fn own_controller_label() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let start = stat.rsplit_once(')').unwrap().1.split_whitespace().nth(19).unwrap().to_string();
+    format!("{}:{start}", std::process::id())
+}
+
+#[test]
+fn clean_removes_what_dead_runs_left_and_leaves_live_runs_alone() {
+    let tag: u32 = std::process::id();
+    let start = |run: &str, controller: &str| {
+        let out = Command::new("docker")
+            .args(["run", "-d", "--label", &format!("lockchaos.run={run}"), "--label", &format!("lockchaos.controller={controller}")])
+            .args(["lockchaos-node:bookworm", "sleep", "120"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    // A PID above Linux's largest possible one: that run's lockchaos is gone.
+    let dead = start(&format!("clean-test-dead-{tag}"), "4194999:1");
+    let live = start(&format!("clean-test-live-{tag}"), &own_controller_label());
+    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos")).arg("clean").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let exists = |id: &str| Command::new("docker").args(["inspect", id]).output().unwrap().status.success();
+    let (dead_left, live_left) = (exists(&dead), exists(&live));
+    let _ = Command::new("docker").args(["rm", "-f", &live, &dead]).output();
+    assert!(!dead_left, "clean left a dead run's container");
+    assert!(live_left, "clean removed a live run's container: {}", String::from_utf8_lossy(&out.stdout));
+}

@@ -85,7 +85,10 @@ impl Cluster {
                     }]),
                     ..Default::default()
                 }),
-                labels: Some(HashMap::from([(RUN_LABEL.to_string(), run_id.to_string())])),
+                labels: Some(HashMap::from([
+                    (RUN_LABEL.to_string(), run_id.to_string()),
+                    (super::CONTROLLER_LABEL.to_string(), super::controller_id()),
+                ])),
                 ..Default::default()
             };
             match docker.create_network(req).await {
@@ -138,6 +141,7 @@ impl Cluster {
             (RUN_LABEL.to_string(), self.run_id.clone()),
             ("lockchaos.role".to_string(), spec.role.label().to_string()),
             ("lockchaos.name".to_string(), spec.name.clone()),
+            (super::CONTROLLER_LABEL.to_string(), super::controller_id()),
         ]);
         let binds = spec
             .binds
