@@ -77,7 +77,7 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, reporter: Arc<dyn
     finalize::save_container_logs(&docker, &run_id, &ctx.dir).await;
     let removed = teardown::remove_labelled(&docker, Some(&run_id)).await;
     reporter.event(RunEvent::Stage("check".into()));
-    let results = finalize::check_and_report(&ctx, record, interrupted, error.clone())?;
+    let results = finalize::check_and_report(&ctx, record, interrupted, error.clone(), reporter.as_ref())?;
     reporter.finish();
     removed?;
     if let Some(e) = error {
