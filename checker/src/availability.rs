@@ -49,30 +49,48 @@ impl Percentiles {
     }
 }
 
-pub fn check_availability(events: &[Event]) -> Availability {
-    let mut a = Availability::default();
+/// One completed acquire: when it completed, how long it took (ns), and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AcquireOutcome {
+    pub time: u64,
+    /// From the process's invoke; None when the invoke was not seen.
+    pub latency: Option<u64>,
+    pub kind: EventType,
+}
+
+/// Every completed acquire of the client processes, in history order, paired with its invoke
+/// (each client process is sequential).
+pub fn acquire_outcomes(events: &[Event]) -> Vec<AcquireOutcome> {
     let mut invoked: HashMap<u64, u64> = HashMap::new();
-    let mut latencies = vec![];
-    let mut grants = vec![];
+    let mut out = vec![];
     for e in events.iter().filter(|e| e.f == "acquire") {
         let Process::Client(p) = e.process else { continue };
-        match e.kind {
-            EventType::Invoke => {
-                invoked.insert(p, e.time);
-                continue;
-            }
+        if e.kind == EventType::Invoke {
+            invoked.insert(p, e.time);
+            continue;
+        }
+        let latency = invoked.remove(&p).map(|start| e.time.saturating_sub(start));
+        out.push(AcquireOutcome { time: e.time, latency, kind: e.kind });
+    }
+    out
+}
+
+pub fn check_availability(events: &[Event]) -> Availability {
+    let mut a = Availability::default();
+    let mut latencies = vec![];
+    let mut grants = vec![];
+    for o in acquire_outcomes(events) {
+        a.attempts += 1;
+        match o.kind {
             EventType::Ok => {
                 a.granted += 1;
-                grants.push(e.time);
-                if let Some(start) = invoked.remove(&p) {
-                    latencies.push(e.time.saturating_sub(start) as f64 / 1e6);
-                }
+                grants.push(o.time);
+                latencies.extend(o.latency.map(|l| l as f64 / 1e6));
             }
             EventType::Fail => a.refused += 1,
             EventType::Info => a.unknown += 1,
+            EventType::Invoke => unreachable!("acquire_outcomes returns completions"),
         }
-        invoked.remove(&p);
-        a.attempts += 1;
     }
     a.success_rate = (a.attempts > 0).then(|| a.granted as f64 / a.attempts as f64);
     a.latency_ms = Percentiles::of(&mut latencies);

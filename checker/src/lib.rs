@@ -13,7 +13,7 @@ pub mod parse;
 pub mod resource_safety;
 pub mod verdict;
 
-pub use availability::{check_availability, Availability, Percentiles};
+pub use availability::{acquire_outcomes, check_availability, AcquireOutcome, Availability, Percentiles};
 pub use edn::parse_edn;
 pub use fencing::{check_fencing, Fencing, TokenPair, TokenRef};
 pub use history::{Event, EventType, Process};

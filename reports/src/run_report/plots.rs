@@ -5,7 +5,6 @@
 use super::timeline::FaultBand;
 use checker::{Event, EventType, Process};
 use plotters::prelude::*;
-use std::collections::HashMap;
 
 const W: u32 = 1100;
 const H: u32 = 220;
@@ -13,25 +12,11 @@ const FAULT: RGBColor = RGBColor(200, 160, 220);
 
 /// (time in s, latency in ms) of every granted acquire, from its invoke to its ok.
 pub(crate) fn acquire_latencies(history: &[Event]) -> Vec<(f64, f64)> {
-    let mut invoked: HashMap<u64, u64> = HashMap::new();
-    let mut out = vec![];
-    for e in history.iter().filter(|e| e.f == "acquire") {
-        let Process::Client(p) = e.process else { continue };
-        match e.kind {
-            EventType::Invoke => {
-                invoked.insert(p, e.time);
-            }
-            EventType::Ok => {
-                if let Some(t) = invoked.remove(&p) {
-                    out.push((e.time as f64 / 1e9, e.time.saturating_sub(t) as f64 / 1e6));
-                }
-            }
-            _ => {
-                invoked.remove(&p);
-            }
-        }
-    }
-    out
+    checker::acquire_outcomes(history)
+        .into_iter()
+        .filter(|o| o.kind == EventType::Ok)
+        .filter_map(|o| o.latency.map(|l| (o.time as f64 / 1e9, l as f64 / 1e6)))
+        .collect()
 }
 
 /// Writes the resource accepted, per whole second of the run.
