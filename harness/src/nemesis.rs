@@ -99,13 +99,12 @@ impl Nemesis {
                 self.pending.pop_front();
                 let injection = Injection { fault: step.fault, target: "none".into(), from: vec![], params: step.params };
                 let why = if triggered {
-                    let who = step.by.map(|b| format!("client-{b}")).unwrap_or_else(|| "no client".into());
+                    let who = step.by.map_or("no client".to_string(), |b| format!("client-{b} never"));
                     let what = match trigger {
                         Some(Trigger::Acquired) => "was granted the lock",
                         Some(Trigger::AfterCheck) => "checked its lock before a write",
                         _ => "entered its critical section",
                     };
-                    let who = if step.by.is_some() { format!("{who} never") } else { who };
                     format!("{who} {what} within {HOLDER_WAIT_MS} ms")
                 } else {
                     format!("no {} found within {HOLDER_WAIT_MS} ms", step.target)

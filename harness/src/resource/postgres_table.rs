@@ -59,14 +59,19 @@ fn statements(mode: ResourceMode) -> (String, String) {
 pub struct PostgresTable {
     addr: String,
     mode: ResourceMode,
+    /// The read and write statements of `mode`.
+    sql: (String, String),
     timeout: Duration,
     clock: crate::clock::RunClock,
     conn: Option<Session>,
+    /// Keys whose row is known to exist (rows are never deleted, so this survives reconnects).
+    keys_with_row: std::collections::HashSet<String>,
 }
 
 impl PostgresTable {
     pub fn new(addr: std::net::SocketAddr, mode: ResourceMode, timeout: Duration, clock: crate::clock::RunClock) -> Self {
-        PostgresTable { addr: addr.to_string(), mode, timeout, clock, conn: None }
+        let sql = statements(mode);
+        PostgresTable { addr: addr.to_string(), mode, sql, timeout, clock, conn: None, keys_with_row: Default::default() }
     }
 
     async fn apply(&mut self, req: &Request) -> Result<Response, String> {
@@ -74,18 +79,20 @@ impl PostgresTable {
             self.conn = Some(connect(&self.addr, self.timeout).await?);
         }
         let client = &self.conn.as_ref().expect("connected above").client;
-        let (read_sql, write_sql) = statements(self.mode);
+        let (Request::Read { key, .. } | Request::Write { key, .. }) = req;
+        if !self.keys_with_row.contains(key) {
+            ensure_row(client, key).await?;
+            self.keys_with_row.insert(key.clone());
+        }
         let now = self.clock.now() as i64;
         let rows = match req {
             Request::Read { key, client: c, token } => {
-                ensure_row(client, key).await?;
                 let token = token.map(|t| t as i64);
-                client.query(&read_sql, &[key, &token, &now, &(*c as i64)]).await
+                client.query(&self.sql.0, &[key, &token, &now, &(*c as i64)]).await
             }
             Request::Write { key, client: c, token, value } => {
-                ensure_row(client, key).await?;
                 let token = token.map(|t| t as i64);
-                client.query(&write_sql, &[key, &token, value, &now, &(*c as i64)]).await
+                client.query(&self.sql.1, &[key, &token, value, &now, &(*c as i64)]).await
             }
         }
         .map_err(|e| describe(&e))?;
