@@ -60,21 +60,13 @@ fn kv_50_clients(seed: u64) -> Vec<Event> {
 
 /// Makes the last ok read impossible: it reports a value nobody wrote.
 fn corrupt_last_read(mut events: Vec<Event>) -> Vec<Event> {
-    let last = events
-        .iter()
-        .rposition(|e| e.kind == EventType::Ok && e.f == "read")
-        .expect("a read");
+    let last = events.iter().rposition(|e| e.kind == EventType::Ok && e.f == "read").expect("a read");
     events[last].value = json!(99);
     events
 }
 
 fn hard_history() -> Vec<Event> {
-    corrupt_last_read(single_key(
-        GenModel::CasRegister,
-        HARD_INVOCATIONS,
-        HARD_INFO,
-        1,
-    ))
+    corrupt_last_read(single_key(GenModel::CasRegister, HARD_INVOCATIONS, HARD_INFO, 1))
 }
 
 fn describe(what: &str, events: &[Event], r: &Linearizability, t: Duration) {
@@ -95,11 +87,7 @@ fn checked(what: &str, events: &[Event], kind: ModelKind, o: &Options, ok: &[Ver
     let start = Instant::now();
     let r = check_with(events, kind, o).expect("well-formed history");
     describe(what, events, &r, start.elapsed());
-    assert!(
-        ok.contains(&r.verdict),
-        "{what}: {} not in {ok:?}",
-        r.verdict
-    );
+    assert!(ok.contains(&r.verdict), "{what}: {} not in {ok:?}", r.verdict);
 }
 
 fn bench(c: &mut Criterion) {
@@ -107,16 +95,8 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("linearizability");
     group.sample_size(20);
     let cases = [
-        (
-            "cas_register_10c_400ops",
-            GenModel::CasRegister,
-            ModelKind::CasRegister,
-        ),
-        (
-            "register_10c_400ops",
-            GenModel::Register,
-            ModelKind::Register,
-        ),
+        ("cas_register_10c_400ops", GenModel::CasRegister, ModelKind::CasRegister),
+        ("register_10c_400ops", GenModel::Register, ModelKind::Register),
     ];
     for (name, gm, kind) in cases {
         let valid = single_key(gm, 480, INFO_400, 0);
@@ -125,38 +105,19 @@ fn bench(c: &mut Criterion) {
         checked(&v, &valid, kind, &long, &[Verdict::Valid]);
         checked(&i, &invalid, kind, &long, &[Verdict::Invalid]);
         group.bench_function(&v, |b| b.iter(|| check_with(&valid, kind, &long).unwrap()));
-        group.bench_function(&i, |b| {
-            b.iter(|| check_with(&invalid, kind, &long).unwrap())
-        });
+        group.bench_function(&i, |b| b.iter(|| check_with(&invalid, kind, &long).unwrap()));
     }
     let kv = kv_50_clients(0);
-    checked(
-        "kv_50c_2000ops_valid",
-        &kv,
-        ModelKind::Kv,
-        &long,
-        &[Verdict::Valid],
-    );
-    group.bench_function("kv_50c_2000ops_valid", |b| {
-        b.iter(|| check_with(&kv, ModelKind::Kv, &long).unwrap())
-    });
+    checked("kv_50c_2000ops_valid", &kv, ModelKind::Kv, &long, &[Verdict::Valid]);
+    group.bench_function("kv_50c_2000ops_valid", |b| b.iter(|| check_with(&kv, ModelKind::Kv, &long).unwrap()));
     group.finish();
 
     // The hard case: each run takes up to the timeout, so few flat samples.
     let hard = hard_history();
     let short = opts(HARD_TIMEOUT);
     let start = Instant::now();
-    checked(
-        "cas_register_6000inv_10pct_info_invalid_2s",
-        &hard,
-        ModelKind::CasRegister,
-        &short,
-        &[Verdict::Unknown, Verdict::Invalid],
-    );
-    assert!(
-        start.elapsed() < HARD_TIMEOUT + Duration::from_millis(500),
-        "overran the timeout"
-    );
+    checked("cas_register_6000inv_10pct_info_invalid_2s", &hard, ModelKind::CasRegister, &short, &[Verdict::Unknown, Verdict::Invalid]);
+    assert!(start.elapsed() < HARD_TIMEOUT + Duration::from_millis(500), "overran the timeout");
     let mut group = c.benchmark_group("linearizability_hard");
     group
         .sample_size(10)
@@ -185,10 +146,7 @@ fn hard_once() {
     let hard = hard_history();
     let start = Instant::now();
     // LOCKCHAOS_BENCH_TIMEOUT=seconds: how memory grows given more time (the memo budget).
-    let timeout = std::env::var("LOCKCHAOS_BENCH_TIMEOUT")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map_or(HARD_TIMEOUT, Duration::from_secs);
+    let timeout = std::env::var("LOCKCHAOS_BENCH_TIMEOUT").ok().and_then(|s| s.parse().ok()).map_or(HARD_TIMEOUT, Duration::from_secs);
     let r = check_with(&hard, ModelKind::CasRegister, &opts(timeout)).unwrap();
     describe("hard once", &hard, &r, start.elapsed());
     eprintln!("notes: {:?}", r.notes);

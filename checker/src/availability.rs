@@ -114,11 +114,16 @@ mod tests {
     fn counts_latencies_and_the_longest_gap_between_grants() {
         use EventType::*;
         let events = [
-            ev(0, 1, Invoke), ev(10, 1, Ok),
-            ev(5, 2, Invoke), ev(500, 2, Fail),
-            ev(510, 2, Invoke), ev(2010, 2, Ok), // 2 s without a grant
-            ev(2100, 1, Invoke), ev(2130, 1, Info),
-            ev(2200, 1, Invoke), ev(2220, 1, Ok),
+            ev(0, 1, Invoke),
+            ev(10, 1, Ok),
+            ev(5, 2, Invoke),
+            ev(500, 2, Fail),
+            ev(510, 2, Invoke),
+            ev(2010, 2, Ok), // 2 s without a grant
+            ev(2100, 1, Invoke),
+            ev(2130, 1, Info),
+            ev(2200, 1, Invoke),
+            ev(2220, 1, Ok),
         ];
         let a = check_availability(&events);
         assert_eq!((a.attempts, a.granted, a.refused, a.unknown), (5, 3, 1, 1));

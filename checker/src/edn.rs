@@ -28,16 +28,9 @@ pub fn parse_edn(text: &str) -> Result<ParsedHistory, HistoryError> {
 
 /// One line of an EDN history: `line_no` is 1-based, `ordinal` the number of events before it.
 /// A line of only commas and comments holds no event.
-pub(crate) fn parse_line(
-    line: &[u8],
-    line_no: usize,
-    ordinal: usize,
-) -> Result<Option<Event>, LineError> {
+pub(crate) fn parse_line(line: &[u8], line_no: usize, ordinal: usize) -> Result<Option<Event>, LineError> {
     let text = std::str::from_utf8(line).map_err(|e| {
-        let column = String::from_utf8_lossy(&line[..e.valid_up_to()])
-            .chars()
-            .count()
-            + 1;
+        let column = String::from_utf8_lossy(&line[..e.valid_up_to()]).chars().count() + 1;
         LineError {
             message: format!("invalid UTF-8 at column {column}"),
             // No error length = the bytes stop inside a character: a cut line.
@@ -47,19 +40,9 @@ pub(crate) fn parse_line(
     let form = match read_one(text) {
         Ok(form) => form,
         Err(e) if e.eof && is_blank(text) => return Ok(None),
-        Err(e) => {
-            return Err(LineError {
-                message: e.to_string(),
-                eof: e.eof,
-            })
-        }
+        Err(e) => return Err(LineError { message: e.to_string(), eof: e.eof }),
     };
-    op_to_event(&form, line_no as u64, ordinal as u64)
-        .map(Some)
-        .map_err(|message| LineError {
-            message,
-            eof: false,
-        })
+    op_to_event(&form, line_no as u64, ordinal as u64).map(Some).map_err(|message| LineError { message, eof: false })
 }
 
 /// Only whitespace, commas and `;` comments.
@@ -70,8 +53,7 @@ fn is_blank(text: &str) -> bool {
 
 /// Converts one op map. `default_time` and `default_index` fill a missing `:time` / `:index`.
 pub fn op_to_event(op: &Edn, default_time: u64, default_index: u64) -> Result<Event, String> {
-    if !matches!(op, Edn::Map(_)) && !matches!(op, Edn::Tagged(_, m) if matches!(**m, Edn::Map(_)))
-    {
+    if !matches!(op, Edn::Map(_)) && !matches!(op, Edn::Tagged(_, m) if matches!(**m, Edn::Map(_))) {
         return Err(format!("expected an op map, found {}", op.kind()));
     }
     let t = required(op, "type")?;
@@ -80,23 +62,11 @@ pub fn op_to_event(op: &Edn, default_time: u64, default_index: u64) -> Result<Ev
         Some("ok") => EventType::Ok,
         Some("fail") => EventType::Fail,
         Some("info") => EventType::Info,
-        _ => {
-            return Err(format!(
-                ":type must be :invoke, :ok, :fail or :info, found {t}"
-            ))
-        }
+        _ => return Err(format!(":type must be :invoke, :ok, :fail or :info, found {t}")),
     };
     let process = match required(op, "process")? {
-        Edn::Int(i) => Process::Client(
-            u64::try_from(*i).map_err(|_| format!(":process {i} is not a client number"))?,
-        ),
-        v => Process::Named(
-            name(v)
-                .ok_or_else(|| {
-                    format!(":process must be an integer or a name, found {}", v.kind())
-                })?
-                .to_string(),
-        ),
+        Edn::Int(i) => Process::Client(u64::try_from(*i).map_err(|_| format!(":process {i} is not a client number"))?),
+        v => Process::Named(name(v).ok_or_else(|| format!(":process must be an integer or a name, found {}", v.kind()))?.to_string()),
     };
     let f = text(required(op, "f")?);
     let mut e = Event::new(uint(op, "time")?.unwrap_or(default_time), process, kind, f);
@@ -122,13 +92,8 @@ fn required<'a>(op: &'a Edn, key: &str) -> Result<&'a Edn, String> {
 fn uint(op: &Edn, key: &str) -> Result<Option<u64>, String> {
     match op.get(key) {
         None | Some(Edn::Nil) => Ok(None),
-        Some(Edn::Int(i)) => u64::try_from(*i)
-            .map(Some)
-            .map_err(|_| format!(":{key} must be a non-negative integer, found {i}")),
-        Some(v) => Err(format!(
-            ":{key} must be a non-negative integer, found {}",
-            v.kind()
-        )),
+        Some(Edn::Int(i)) => u64::try_from(*i).map(Some).map_err(|_| format!(":{key} must be a non-negative integer, found {i}")),
+        Some(v) => Err(format!(":{key} must be a non-negative integer, found {}", v.kind())),
     }
 }
 
@@ -167,16 +132,11 @@ pub fn to_json(v: &Edn) -> Value {
                 Value::String(i.to_string())
             }
         }
-        Edn::Float(x) => serde_json::Number::from_f64(*x)
-            .map_or_else(|| Value::String(v.to_string()), Value::Number),
+        Edn::Float(x) => serde_json::Number::from_f64(*x).map_or_else(|| Value::String(v.to_string()), Value::Number),
         Edn::Str(s) | Edn::Keyword(s) | Edn::Symbol(s) => Value::String(s.clone()),
         Edn::Char(c) => Value::String(c.to_string()),
-        Edn::List(items) | Edn::Vector(items) | Edn::Set(items) => {
-            Value::Array(items.iter().map(to_json).collect())
-        }
-        Edn::Map(entries) => {
-            Value::Object(entries.iter().map(|(k, v)| (text(k), to_json(v))).collect())
-        }
+        Edn::List(items) | Edn::Vector(items) | Edn::Set(items) => Value::Array(items.iter().map(to_json).collect()),
+        Edn::Map(entries) => Value::Object(entries.iter().map(|(k, v)| (text(k), to_json(v))).collect()),
         Edn::Tagged(_, inner) => to_json(inner),
     }
 }
@@ -192,13 +152,8 @@ mod tests {
 
     #[test]
     fn reads_values_of_every_shape() {
-        let v =
-            read_one(r#"[nil true -12 1.5 "a\"b\\c\n" \x :k/w sym (1 2) #{3} {:a [4]} #inst "t"]"#)
-                .unwrap();
-        assert_eq!(
-            to_json(&v),
-            json!([null, true, -12, 1.5, "a\"b\\c\n", "x", "k/w", "sym", [1, 2], [3], {"a": [4]}, "t"])
-        );
+        let v = read_one(r#"[nil true -12 1.5 "a\"b\\c\n" \x :k/w sym (1 2) #{3} {:a [4]} #inst "t"]"#).unwrap();
+        assert_eq!(to_json(&v), json!([null, true, -12, 1.5, "a\"b\\c\n", "x", "k/w", "sym", [1, 2], [3], {"a": [4]}, "t"]));
         // Printing reads back to the same value.
         assert_eq!(read_one(&v.to_string()).unwrap(), v);
     }
@@ -211,15 +166,9 @@ mod tests {
 
     #[test]
     fn big_integers_keep_their_digits() {
-        assert_eq!(
-            to_json(&read_one("18446744073709551615").unwrap()),
-            json!(u64::MAX)
-        );
+        assert_eq!(to_json(&read_one("18446744073709551615").unwrap()), json!(u64::MAX));
         assert_eq!(to_json(&read_one("-5N").unwrap()), json!(-5));
-        assert_eq!(
-            to_json(&read_one("99999999999999999999999").unwrap()),
-            json!("99999999999999999999999")
-        );
+        assert_eq!(to_json(&read_one("99999999999999999999999").unwrap()), json!("99999999999999999999999"));
     }
 
     #[test]
@@ -229,51 +178,37 @@ mod tests {
         let e = read_one(r#"{:a "unterminated"#).unwrap_err();
         assert!(e.eof, "{e}");
         let e = read_one("{:a 1} {:b 2}").unwrap_err();
-        assert_eq!(
-            (e.message.as_str(), e.column),
-            ("unexpected text after the form", 8)
-        );
+        assert_eq!((e.message.as_str(), e.column), ("unexpected text after the form", 8));
         assert!(read_one(&"[".repeat(1000)).is_err());
     }
 
     #[test]
     fn op_fields_and_defaults() {
-        let e = event(r#"{:process :nemesis, :type :info, :f :start-partition, :value [:isolated {"n1" #{"n2"}}], :error [:timeout "slow"]}"#).unwrap();
+        let e =
+            event(r#"{:process :nemesis, :type :info, :f :start-partition, :value [:isolated {"n1" #{"n2"}}], :error [:timeout "slow"]}"#)
+                .unwrap();
         assert_eq!(e.process, Process::Named("nemesis".into()));
         assert_eq!((e.time, e.index), (99, 7));
         assert_eq!(e.f, "start-partition");
         assert_eq!(e.value, json!(["isolated", {"n1": ["n2"]}]));
         assert_eq!(e.error.as_deref(), Some(r#"[:timeout "slow"]"#));
 
-        let e = event("#jepsen.history.Op{:index 3, :time 5, :type :ok, :process 2, :f :acquire, :token 12, :validity-ms 500, :key :ledger}").unwrap();
-        assert_eq!(
-            (e.index, e.time, e.token, e.validity_ms),
-            (3, 5, Some(12), Some(500))
-        );
+        let e =
+            event("#jepsen.history.Op{:index 3, :time 5, :type :ok, :process 2, :f :acquire, :token 12, :validity-ms 500, :key :ledger}")
+                .unwrap();
+        assert_eq!((e.index, e.time, e.token, e.validity_ms), (3, 5, Some(12), Some(500)));
         assert_eq!(e.key.as_deref(), Some("ledger"));
     }
 
     #[test]
     fn op_errors_name_the_field() {
-        assert_eq!(
-            event("{:process 1, :f :read}").unwrap_err(),
-            "missing :type"
-        );
-        assert_eq!(
-            event("{:process 1, :type :maybe, :f :read}").unwrap_err(),
-            ":type must be :invoke, :ok, :fail or :info, found :maybe"
-        );
-        assert_eq!(
-            event("{:process -1, :type :ok, :f :read}").unwrap_err(),
-            ":process -1 is not a client number"
-        );
+        assert_eq!(event("{:process 1, :f :read}").unwrap_err(), "missing :type");
+        assert_eq!(event("{:process 1, :type :maybe, :f :read}").unwrap_err(), ":type must be :invoke, :ok, :fail or :info, found :maybe");
+        assert_eq!(event("{:process -1, :type :ok, :f :read}").unwrap_err(), ":process -1 is not a client number");
         assert_eq!(
             event("{:process 1, :type :ok, :f :read, :time \"5\"}").unwrap_err(),
             ":time must be a non-negative integer, found a string"
         );
-        assert_eq!(
-            event("[1 2]").unwrap_err(),
-            "expected an op map, found a vector"
-        );
+        assert_eq!(event("[1 2]").unwrap_err(), "expected an op map, found a vector");
     }
 }

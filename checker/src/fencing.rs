@@ -127,10 +127,10 @@ pub fn check_fencing(events: &[Event], max_evidence: usize) -> Fencing {
             r.grants += 1;
             if let Some(token) = e.token {
                 r.grants_with_token += 1;
-                grants.entry(e.key.as_deref()).or_default().push(Grant {
-                    invoke_time: req.time,
-                    at: token_ref(e, token, e.process.clone()),
-                });
+                grants
+                    .entry(e.key.as_deref())
+                    .or_default()
+                    .push(Grant { invoke_time: req.time, at: token_ref(e, token, e.process.clone()) });
             }
         }
         // An outstanding acquire invoke stays the request time until the acquire completes.
@@ -153,11 +153,7 @@ pub fn check_fencing(events: &[Event], max_evidence: usize) -> Fencing {
     let violations = r.non_increasing_grants + r.accepted_writes_out_of_order;
     r.applies = r.grants_with_token > 0 || violations > 0;
     if r.grants > r.grants_with_token && r.grants_with_token > 0 {
-        r.notes.push(format!(
-            "{} of {} grants carried no token; they are not compared",
-            r.grants - r.grants_with_token,
-            r.grants
-        ));
+        r.notes.push(format!("{} of {} grants carried no token; they are not compared", r.grants - r.grants_with_token, r.grants));
     }
     r.verdict = if violations > 0 {
         Verdict::Invalid
@@ -175,21 +171,11 @@ pub fn check_fencing(events: &[Event], max_evidence: usize) -> Fencing {
 }
 
 fn token_ref(e: &Event, token: u64, process: Process) -> TokenRef {
-    TokenRef {
-        index: e.index,
-        time: e.time,
-        token,
-        process,
-    }
+    TokenRef { index: e.index, time: e.time, token, process }
 }
 
 /// One resource write record, in the order the resource received it.
-fn accept_write<'a>(
-    e: &'a Event,
-    r: &mut Fencing,
-    highest: &mut HashMap<Option<&'a str>, TokenRef>,
-    pairs: &mut Vec<TokenPair>,
-) {
+fn accept_write<'a>(e: &'a Event, r: &mut Fencing, highest: &mut HashMap<Option<&'a str>, TokenRef>, pairs: &mut Vec<TokenPair>) {
     let accepted = e.kind == EventType::Ok;
     if !accepted {
         r.stale_writes_rejected += 1;
@@ -203,11 +189,7 @@ fn accept_write<'a>(
     let this = token_ref(e, token, client);
     let key = e.key.as_deref();
     match highest.get(&key) {
-        Some(top) if token < top.token => pairs.push(TokenPair {
-            key: key.map(str::to_string),
-            earlier: top.clone(),
-            later: this,
-        }),
+        Some(top) if token < top.token => pairs.push(TokenPair { key: key.map(str::to_string), earlier: top.clone(), later: this }),
         Some(top) if token == top.token => {} // the same holder writing again
         _ => {
             highest.insert(key, this);
@@ -234,11 +216,7 @@ fn non_increasing(key: Option<&str>, grants: &[Grant], out: &mut Vec<TokenPair>)
         // Not itself: only possible when a clock put an ok before its own invoke.
         let earlier = top.filter(|t| !std::ptr::eq(*t, g) && g.at.token <= t.at.token);
         if let Some(t) = earlier {
-            out.push(TokenPair {
-                key: key.map(str::to_string),
-                earlier: t.at.clone(),
-                later: g.at.clone(),
-            });
+            out.push(TokenPair { key: key.map(str::to_string), earlier: t.at.clone(), later: g.at.clone() });
         }
     }
 }

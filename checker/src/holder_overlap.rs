@@ -120,20 +120,14 @@ pub fn check_holder_overlap(events: &[Event], max_evidence: usize) -> HolderOver
                 });
             }
         };
-        let validity_end = e
-            .validity_ms
-            .map(|v| e.time.saturating_add(v.saturating_mul(NS_PER_MS)));
+        let validity_end = e.validity_ms.map(|v| e.time.saturating_add(v.saturating_mul(NS_PER_MS)));
         match (e.f.as_str(), e.kind) {
             ("acquire" | "release", EventType::Invoke) => close(&mut open, &mut held),
             ("acquire", EventType::Ok) => {
                 close(&mut open, &mut held);
                 r.acquires += 1;
                 r.acquires_with_validity += u64::from(validity_end.is_some());
-                let o = Open {
-                    acquire_index: e.index,
-                    start: e.time,
-                    validity_end,
-                };
+                let o = Open { acquire_index: e.index, start: e.time, validity_end };
                 open.insert((process, key), o);
             }
             ("renew", EventType::Ok) => {
@@ -181,11 +175,8 @@ pub fn check_holder_overlap(events: &[Event], max_evidence: usize) -> HolderOver
     r.overlaps = honouring.count;
     r.total_overlap_ms = ms(honouring.total);
     r.longest_overlap_ms = ms(honouring.longest);
-    r.believed_overlap_ignoring_validity = OverlapStats {
-        overlaps: ignoring.count,
-        total_overlap_ms: ms(ignoring.total),
-        longest_overlap_ms: ms(ignoring.longest),
-    };
+    r.believed_overlap_ignoring_validity =
+        OverlapStats { overlaps: ignoring.count, total_overlap_ms: ms(ignoring.total), longest_overlap_ms: ms(ignoring.longest) };
     r.evidence = kept
         .into_sorted_vec()
         .into_iter()
@@ -252,11 +243,7 @@ impl Tally {
 
 /// Calls `found` for every pair of different processes whose [start, end(h)) intersect.
 fn sweep<'a>(list: &'a [Held], end: impl Fn(&Held) -> u64, mut found: impl FnMut(Found<'a>)) {
-    let mut order: Vec<(&Held, u64)> = list
-        .iter()
-        .map(|h| (h, end(h)))
-        .filter(|(h, e)| *e > h.start)
-        .collect();
+    let mut order: Vec<(&Held, u64)> = list.iter().map(|h| (h, end(h))).filter(|(h, e)| *e > h.start).collect();
     order.sort_by_key(|(h, _)| (h.start, h.acquire_index));
     // Still held at the current start; small (the simultaneous holders), so a plain Vec.
     let mut active: Vec<(&Held, u64)> = Vec::new();
@@ -264,12 +251,7 @@ fn sweep<'a>(list: &'a [Held], end: impl Fn(&Held) -> u64, mut found: impl FnMut
         active.retain(|(_, a_end)| *a_end > b.start);
         for &(a, a_end) in &active {
             if a.process != b.process {
-                found(Found {
-                    a,
-                    b,
-                    start: b.start,
-                    end: a_end.min(b_end),
-                });
+                found(Found { a, b, start: b.start, end: a_end.min(b_end) });
             }
         }
         active.push((b, b_end));

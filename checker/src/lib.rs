@@ -18,10 +18,7 @@ pub use edn::parse_edn;
 pub use fencing::{check_fencing, Fencing, TokenPair, TokenRef};
 pub use history::{Event, EventType, Process};
 pub use holder_overlap::{check_holder_overlap, HolderOverlap, Overlap, OverlapStats};
-pub use parse::{
-    parse_history, parse_jsonl, read_history_file, read_history_file_as, HistoryError,
-    HistoryFormat, ParsedHistory,
-};
+pub use parse::{parse_history, parse_jsonl, read_history_file, read_history_file_as, HistoryError, HistoryFormat, ParsedHistory};
 pub use resource_safety::{check_resource_safety, Interleaving, ResourceSafety, WriteRef};
 pub use verdict::Verdict;
 
@@ -41,10 +38,7 @@ pub struct CheckOptions {
 
 impl Default for CheckOptions {
     fn default() -> Self {
-        CheckOptions {
-            max_evidence: resource_safety::DEFAULT_MAX_EVIDENCE,
-            linearizability: None,
-        }
+        CheckOptions { max_evidence: resource_safety::DEFAULT_MAX_EVIDENCE, linearizability: None }
     }
 }
 
@@ -114,10 +108,7 @@ impl CheckResults {
 
     /// The verdicts `outcome` combines (see [`CheckResults`] for why these).
     pub fn outcome_verdicts(&self) -> Vec<(&'static str, Verdict)> {
-        self.verdicts()
-            .into_iter()
-            .filter(|(name, _)| self.decides_outcome(name))
-            .collect()
+        self.verdicts().into_iter().filter(|(name, _)| self.decides_outcome(name)).collect()
     }
 
     /// Whether the property named `name` counts towards `outcome` in this run; the others

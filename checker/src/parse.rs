@@ -25,11 +25,7 @@ pub enum HistoryError {
     },
     /// `line` is 1-based; `message` is one line of text.
     #[error("{}: {message}", location(.path.as_deref(), *.line))]
-    Line {
-        path: Option<PathBuf>,
-        line: usize,
-        message: String,
-    },
+    Line { path: Option<PathBuf>, line: usize, message: String },
 }
 
 /// `path:12` when reading a file (the form editors jump to), `line 12` for bare text.
@@ -92,9 +88,7 @@ impl std::str::FromStr for HistoryFormat {
         match s {
             "jsonl" | "json" => Ok(HistoryFormat::Jsonl),
             "edn" => Ok(HistoryFormat::Edn),
-            _ => Err(format!(
-                "unknown history format `{s}` (expected jsonl or edn)"
-            )),
+            _ => Err(format!("unknown history format `{s}` (expected jsonl or edn)")),
         }
     }
 }
@@ -105,10 +99,7 @@ pub fn parse_jsonl(text: &str) -> Result<ParsedHistory, HistoryError> {
 }
 
 /// Parses history text in `format`, or in the format [`HistoryFormat::sniff`] finds.
-pub fn parse_history(
-    text: &str,
-    format: Option<HistoryFormat>,
-) -> Result<ParsedHistory, HistoryError> {
+pub fn parse_history(text: &str, format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
     let format = format.unwrap_or_else(|| HistoryFormat::sniff(text.as_bytes()));
     parse_bytes(text.as_bytes(), None, format)
 }
@@ -121,19 +112,11 @@ pub fn read_history_file(path: &Path) -> Result<ParsedHistory, HistoryError> {
 
 /// Reads a history file in `format`; `None` decides by extension (`.edn`, `.jsonl`), and
 /// failing that by content.
-pub fn read_history_file_as(
-    path: &Path,
-    format: Option<HistoryFormat>,
-) -> Result<ParsedHistory, HistoryError> {
+pub fn read_history_file_as(path: &Path, format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
     // Bytes, not a String: a run killed mid-write can cut a multi-byte character in half,
     // and that must surface as a truncated last line, not as an unreadable file.
-    let bytes = std::fs::read(path).map_err(|source| HistoryError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let format = format
-        .or_else(|| HistoryFormat::from_path(path))
-        .unwrap_or_else(|| HistoryFormat::sniff(&bytes));
+    let bytes = std::fs::read(path).map_err(|source| HistoryError::Io { path: path.to_path_buf(), source })?;
+    let format = format.or_else(|| HistoryFormat::from_path(path)).unwrap_or_else(|| HistoryFormat::sniff(&bytes));
     parse_bytes(&bytes, Some(path), format)
 }
 
@@ -144,19 +127,10 @@ pub(crate) struct LineError {
     pub eof: bool,
 }
 
-fn parse_bytes(
-    bytes: &[u8],
-    path: Option<&Path>,
-    format: HistoryFormat,
-) -> Result<ParsedHistory, HistoryError> {
+fn parse_bytes(bytes: &[u8], path: Option<&Path>, format: HistoryFormat) -> Result<ParsedHistory, HistoryError> {
     match format {
         HistoryFormat::Jsonl => parse_lines(bytes, path, |line, _, _| {
-            serde_json::from_slice::<Event>(line)
-                .map(Some)
-                .map_err(|e| LineError {
-                    message: describe(&e),
-                    eof: e.is_eof(),
-                })
+            serde_json::from_slice::<Event>(line).map(Some).map_err(|e| LineError { message: describe(&e), eof: e.is_eof() })
         }),
         HistoryFormat::Edn => parse_lines(bytes, path, crate::edn::parse_line),
     }
@@ -184,18 +158,10 @@ fn parse_lines(
             Ok(event) => out.events.extend(event),
             // Only an end-of-input error is a cut line: an unterminated line that is complete
             // but not an event was written whole, so it is malformed like any other.
-            Err(e) if unterminated && e.eof => out.warnings.push(format!(
-                "{}: truncated last line ignored ({})",
-                location(path, line_no),
-                e.message
-            )),
-            Err(e) => {
-                return Err(HistoryError::Line {
-                    path: path.map(Path::to_path_buf),
-                    line: line_no,
-                    message: e.message,
-                })
+            Err(e) if unterminated && e.eof => {
+                out.warnings.push(format!("{}: truncated last line ignored ({})", location(path, line_no), e.message))
             }
+            Err(e) => return Err(HistoryError::Line { path: path.map(Path::to_path_buf), line: line_no, message: e.message }),
         }
     }
     Ok(out)
@@ -225,11 +191,7 @@ mod tests {
 
     fn line_error(text: &str) -> (usize, String) {
         match parse_jsonl(text) {
-            Err(HistoryError::Line {
-                path: None,
-                line,
-                message,
-            }) => (line, message),
+            Err(HistoryError::Line { path: None, line, message }) => (line, message),
             other => panic!("expected a line error, got {other:?}"),
         }
     }
@@ -276,15 +238,9 @@ mod tests {
 
     #[test]
     fn wrong_field_type_is_an_error() {
-        let (line, message) = line_error(&format!(
-            "{}\n",
-            A.replace("\"time\":10", "\"time\":\"10\"")
-        ));
+        let (line, message) = line_error(&format!("{}\n", A.replace("\"time\":10", "\"time\":\"10\"")));
         assert_eq!(line, 1);
-        assert!(
-            message.starts_with("invalid type: string \"10\""),
-            "{message}"
-        );
+        assert!(message.starts_with("invalid type: string \"10\""), "{message}");
     }
 
     #[test]
@@ -293,11 +249,7 @@ mod tests {
         let h = parse_jsonl(&text).unwrap();
         assert_eq!(h.events.len(), 2);
         assert_eq!(h.warnings.len(), 1);
-        assert!(
-            h.warnings[0].starts_with("line 3: truncated last line ignored"),
-            "{:?}",
-            h.warnings
-        );
+        assert!(h.warnings[0].starts_with("line 3: truncated last line ignored"), "{:?}", h.warnings);
     }
 
     #[test]
@@ -321,18 +273,12 @@ mod tests {
         let err = read_history_file(&path).unwrap_err();
         std::fs::remove_file(&path).unwrap();
         let text = err.to_string();
-        assert!(
-            text.starts_with(&format!("{}:2: expected", path.display())),
-            "{text}"
-        );
+        assert!(text.starts_with(&format!("{}:2: expected", path.display())), "{text}");
 
         let missing = Path::new("/nonexistent/history.jsonl");
         let err = read_history_file(missing).unwrap_err();
         assert!(matches!(err, HistoryError::Io { .. }));
-        assert!(
-            err.to_string().starts_with("/nonexistent/history.jsonl: "),
-            "{err}"
-        );
+        assert!(err.to_string().starts_with("/nonexistent/history.jsonl: "), "{err}");
     }
 
     #[test]
@@ -344,10 +290,7 @@ mod tests {
         assert_eq!(HistoryFormat::sniff(A.as_bytes()), Jsonl);
         assert_eq!(HistoryFormat::sniff(b""), Jsonl);
         assert_eq!(HistoryFormat::from_path(Path::new("a/h.edn")), Some(Edn));
-        assert_eq!(
-            HistoryFormat::from_path(Path::new("history.jsonl")),
-            Some(Jsonl)
-        );
+        assert_eq!(HistoryFormat::from_path(Path::new("history.jsonl")), Some(Jsonl));
         assert_eq!(HistoryFormat::from_path(Path::new("history")), None);
         assert_eq!("edn".parse::<HistoryFormat>(), Ok(Edn));
         assert!("xml".parse::<HistoryFormat>().is_err());

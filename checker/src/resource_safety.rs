@@ -111,8 +111,7 @@ impl Notes {
     }
     fn finish(mut self) -> Vec<String> {
         if self.omitted > 0 {
-            self.kept
-                .push(format!("... and {} more such records", self.omitted));
+            self.kept.push(format!("... and {} more such records", self.omitted));
         }
         self.kept
     }
@@ -176,10 +175,7 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
             EventType::Invoke | EventType::Info => continue,
         };
         let Some(key_name) = e.key.as_deref() else {
-            notes.push(format!(
-                "event {}: resource {} without a key, ignored",
-                e.index, e.f
-            ));
+            notes.push(format!("event {}: resource {} without a key, ignored", e.index, e.f));
             continue;
         };
         let k = *key_ids.entry(key_name).or_insert_with(|| {
@@ -194,10 +190,7 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
                 Some(c) if accepted => {
                     // A later read replaces an earlier one: the write is computed from the
                     // latest read, and an abandoned read is not a section.
-                    let read = OpenRead {
-                        read_index: e.index,
-                        writes_before: state.accepted.len(),
-                    };
+                    let read = OpenRead { read_index: e.index, writes_before: state.accepted.len() };
                     open.insert((c, k), read);
                 }
                 Some(_) => {} // a rejected read opens no section
@@ -214,19 +207,13 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
             }
             match e.value.as_i64() {
                 Some(v) => state.final_value = v,
-                None => notes.push(format!(
-                    "event {}: accepted write of a non-integer value {}",
-                    e.index, e.value
-                )),
+                None => notes.push(format!("event {}: accepted write of a non-integer value {}", e.index, e.value)),
             }
         } else {
             r.rejected_writes += 1;
         }
         let Some(c) = e.client else {
-            notes.push(format!(
-                "event {}: resource write without a client",
-                e.index
-            ));
+            notes.push(format!("event {}: resource write without a client", e.index));
             continue;
         };
         if let Some(read) = open.remove(&(c, k)) {
@@ -237,8 +224,7 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
                 } else {
                     r.interleaved_sections += 1;
                     if r.evidence.len() < max_evidence {
-                        r.evidence
-                            .push(interleaving(key_name, c, &read, e.index, others));
+                        r.evidence.push(interleaving(key_name, c, &read, e.index, others));
                     } else {
                         r.evidence_omitted += 1;
                     }
@@ -246,16 +232,12 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
             }
         }
         if accepted {
-            state.accepted.push(WriteRef {
-                index: e.index,
-                client: c,
-            });
+            state.accepted.push(WriteRef { index: e.index, client: c });
         }
     }
 
     for (name, state) in key_names.iter().zip(&keys) {
-        r.final_values
-            .insert((*name).to_string(), state.final_value);
+        r.final_values.insert((*name).to_string(), state.final_value);
         let accepted = i64::try_from(state.accepted_count).unwrap_or(i64::MAX);
         if state.final_value > accepted {
             // More than one increment per write: the counter did not start at 0, or writes
@@ -291,17 +273,9 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
     r
 }
 
-fn interleaving(
-    key: &str,
-    client: u64,
-    read: &OpenRead,
-    write_index: u64,
-    others: &[WriteRef],
-) -> Interleaving {
+fn interleaving(key: &str, client: u64, read: &OpenRead, write_index: u64, others: &[WriteRef]) -> Interleaving {
     let listed: Vec<WriteRef> = others.iter().take(MAX_LISTED_WRITES).copied().collect();
-    let clients: BTreeSet<u64> = std::iter::once(client)
-        .chain(listed.iter().map(|w| w.client))
-        .collect();
+    let clients: BTreeSet<u64> = std::iter::once(client).chain(listed.iter().map(|w| w.client)).collect();
     Interleaving {
         key: key.to_string(),
         client,

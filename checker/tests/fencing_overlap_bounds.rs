@@ -17,23 +17,11 @@ fn same_token_grants(n: u64) -> Vec<Event> {
     let mut events = Vec::new();
     for i in 0..n {
         let t = i * 100;
-        events.push(client(
-            t,
-            i % 5 + 1,
-            EventType::Invoke,
-            "acquire",
-            &mut index,
-        ));
+        events.push(client(t, i % 5 + 1, EventType::Invoke, "acquire", &mut index));
         let mut ok = client(t + 10, i % 5 + 1, EventType::Ok, "acquire", &mut index);
         ok.token = Some(1);
         events.push(ok);
-        events.push(client(
-            t + 20,
-            i % 5 + 1,
-            EventType::Invoke,
-            "release",
-            &mut index,
-        ));
+        events.push(client(t + 20, i % 5 + 1, EventType::Invoke, "release", &mut index));
     }
     events
 }
@@ -43,11 +31,7 @@ fn fencing_evidence_is_bounded_and_counted() {
     let events = same_token_grants(50_000);
     let started = Instant::now();
     let r = check_fencing(&events, 3);
-    assert!(
-        started.elapsed().as_secs() < 5,
-        "took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed().as_secs() < 5, "took {:?}", started.elapsed());
     assert_eq!(r.verdict, Verdict::Invalid);
     assert_eq!(r.non_increasing_grants, 49_999);
     assert_eq!(r.grant_evidence.len(), 3);
@@ -75,15 +59,8 @@ fn holder_overlap_evidence_is_the_earliest_and_bounded() {
     assert_eq!(r.overlaps, pairs);
     assert_eq!(r.evidence.len(), 4);
     assert_eq!(r.evidence_omitted, pairs - 4);
-    let first: Vec<([u64; 2], u64)> = r
-        .evidence
-        .iter()
-        .map(|o| (o.processes, o.start_time))
-        .collect();
-    assert_eq!(
-        first,
-        [([1, 2], 25), ([1, 3], 35), ([2, 3], 35), ([1, 4], 45)]
-    );
+    let first: Vec<([u64; 2], u64)> = r.evidence.iter().map(|o| (o.processes, o.start_time)).collect();
+    assert_eq!(first, [([1, 2], 25), ([1, 3], 35), ([2, 3], 35), ([1, 4], 45)]);
     assert_eq!(r.believed_overlap_ignoring_validity.overlaps, pairs);
 }
 
@@ -92,11 +69,7 @@ fn holder_overlap_scales_on_long_clean_histories() {
     let events = same_token_grants(200_000);
     let started = Instant::now();
     let r = check_holder_overlap(&events, 100);
-    assert!(
-        started.elapsed().as_secs() < 5,
-        "took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed().as_secs() < 5, "took {:?}", started.elapsed());
     assert_eq!(r.verdict, Verdict::Valid);
     assert_eq!(r.acquires, 200_000);
 }

@@ -17,15 +17,9 @@ fn model_names_parse_and_print() {
         assert_eq!(kind.as_str().parse::<ModelKind>(), Ok(kind));
         assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.to_string()));
     }
-    assert_eq!(
-        "cas-register".parse::<ModelKind>(),
-        Ok(ModelKind::CasRegister)
-    );
+    assert_eq!("cas-register".parse::<ModelKind>(), Ok(ModelKind::CasRegister));
     let err = "queue".parse::<ModelKind>().unwrap_err();
-    assert!(
-        err.contains("\"queue\"") && err.contains("cas-register"),
-        "{err}"
-    );
+    assert!(err.contains("\"queue\"") && err.contains("cas-register"), "{err}");
 }
 
 /// A single-key cas-register history whose search must explore a lot before failing.
@@ -34,22 +28,14 @@ fn expensive_invalid_history() -> Vec<Event> {
     g.values = 5;
     g.info = 0.06;
     let mut events = generate(&g, 3);
-    let last_read = events
-        .iter()
-        .rposition(|e| e.kind == EventType::Ok && e.f == "read")
-        .unwrap();
+    let last_read = events.iter().rposition(|e| e.kind == EventType::Ok && e.f == "read").unwrap();
     events[last_read].value = json!(99);
     events
 }
 
 #[test]
 fn result_round_trips_through_json() {
-    let r = check(
-        &expensive_invalid_history(),
-        ModelKind::CasRegister,
-        Duration::from_secs(60),
-    )
-    .unwrap();
+    let r = check(&expensive_invalid_history(), ModelKind::CasRegister, Duration::from_secs(60)).unwrap();
     assert_eq!(r.verdict, Verdict::Invalid);
     let text = serde_json::to_string(&r).unwrap();
     let back: Linearizability = serde_json::from_str(&text).unwrap();
@@ -65,19 +51,11 @@ fn timeout_gives_unknown_promptly() {
     let events = expensive_invalid_history();
     let start = Instant::now();
     let r = check(&events, ModelKind::CasRegister, Duration::ZERO).unwrap();
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        start.elapsed()
-    );
+    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
     assert_eq!(r.verdict, Verdict::Unknown, "{r:?}");
     assert_eq!(r.timed_out_partitions, ["k0"]);
     assert!(r.failures.is_empty());
-    assert!(
-        r.notes.iter().any(|n| n.contains("timeout")),
-        "{:?}",
-        r.notes
-    );
+    assert!(r.notes.iter().any(|n| n.contains("timeout")), "{:?}", r.notes);
 }
 
 #[test]
@@ -87,11 +65,7 @@ fn memo_budget_gives_unknown() {
     let r = check_with(&expensive_invalid_history(), ModelKind::CasRegister, &opts).unwrap();
     assert_eq!(r.verdict, Verdict::Unknown, "{r:?}");
     assert_eq!(r.timed_out_partitions, ["k0"]);
-    assert!(
-        r.notes.iter().any(|n| n.contains("memo cache limit")),
-        "{:?}",
-        r.notes
-    );
+    assert!(r.notes.iter().any(|n| n.contains("memo cache limit")), "{:?}", r.notes);
 }
 
 #[test]

@@ -31,11 +31,7 @@ fn linearizability_cases() {
     }
     cases.sort_by(|a, b| a.1.cmp(&b.1));
     // Guards against a moved directory turning the test into a silent no-op.
-    assert!(
-        cases.len() >= 20,
-        "expected at least 20 cases under {DATA}, found {}",
-        cases.len()
-    );
+    assert!(cases.len() >= 20, "expected at least 20 cases under {DATA}, found {}", cases.len());
 
     let mut failures = Vec::new();
     for (model, path) in &cases {
@@ -44,12 +40,7 @@ fn linearizability_cases() {
             failures.push(format!("{name}: {problem}"));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} mismatch(es):\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} mismatch(es):\n{}", failures.len(), failures.join("\n"));
 }
 
 fn run_case(model: ModelKind, path: &Path) -> Result<(), String> {
@@ -57,18 +48,14 @@ fn run_case(model: ModelKind, path: &Path) -> Result<(), String> {
     let (base, expected) = stem.rsplit_once('.').ok_or("file name lacks .EXPECT")?;
     let sidecar = path.with_file_name(format!("{base}.expect.json"));
     let refine: Value = match std::fs::read_to_string(&sidecar) {
-        Ok(text) => {
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", sidecar.display()))?
-        }
+        Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{}: {e}", sidecar.display()))?,
         Err(_) => Value::Object(Default::default()),
     };
     let events = read_history_file(path).map_err(|e| e.to_string())?.events;
     let result = check(&events, model, Duration::from_secs(5));
     match (expected, result) {
         ("error", Err(message)) => match refine.get("error").and_then(Value::as_str) {
-            Some(want) if !message.contains(want) => {
-                Err(format!("error {message:?} lacks {want:?}"))
-            }
+            Some(want) if !message.contains(want) => Err(format!("error {message:?} lacks {want:?}")),
             _ => Ok(()),
         },
         ("error", Ok(r)) => Err(format!("expected an error, got {}", r.verdict)),

@@ -39,16 +39,7 @@ pub struct Gen {
 
 impl Gen {
     pub fn new(model: GenModel, processes: usize, ops: usize) -> Self {
-        Gen {
-            model,
-            processes,
-            ops,
-            keys: 1,
-            values: 0,
-            info: 0.0,
-            fail: 0.0,
-            corrupt: 0.0,
-        }
+        Gen { model, processes, ops, keys: 1, values: 0, info: 0.0, fail: 0.0, corrupt: 0.0 }
     }
 }
 
@@ -69,20 +60,13 @@ struct Slot {
 pub fn generate(g: &Gen, seed: u64) -> Vec<Event> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut state: HashMap<String, Value> = HashMap::new();
-    let mut slots: Vec<Slot> = (1..=g.processes as u64)
-        .map(|process| Slot {
-            process,
-            pending: None,
-        })
-        .collect();
+    let mut slots: Vec<Slot> = (1..=g.processes as u64).map(|process| Slot { process, pending: None }).collect();
     let mut next_process = g.processes as u64 + 1;
     let mut fresh = 0u64;
     let mut issued = 0;
     let mut events = Vec::new();
     loop {
-        let live: Vec<usize> = (0..slots.len())
-            .filter(|&s| slots[s].pending.is_some() || issued < g.ops)
-            .collect();
+        let live: Vec<usize> = (0..slots.len()).filter(|&s| slots[s].pending.is_some() || issued < g.ops).collect();
         if live.is_empty() {
             return events;
         }
@@ -91,39 +75,18 @@ pub fn generate(g: &Gen, seed: u64) -> Vec<Event> {
         let Some(mut p) = slots[s].pending.take() else {
             issued += 1;
             let p = new_op(g, &mut rng, &state, &mut fresh);
-            push(
-                &mut events,
-                process,
-                EventType::Invoke,
-                p.f,
-                &p.key,
-                p.value.clone(),
-            );
+            push(&mut events, process, EventType::Invoke, p.f, &p.key, p.value.clone());
             slots[s].pending = Some(p);
             continue;
         };
         let roll: f64 = rng.random();
         match p.outcome.take() {
             None if roll < g.fail => {
-                push(
-                    &mut events,
-                    process,
-                    EventType::Fail,
-                    p.f,
-                    &p.key,
-                    p.value.clone(),
-                );
+                push(&mut events, process, EventType::Fail, p.f, &p.key, p.value.clone());
             }
             None if roll < g.fail + g.info / 2.0 => {
                 // Crashed before taking effect.
-                push(
-                    &mut events,
-                    process,
-                    EventType::Info,
-                    p.f,
-                    &p.key,
-                    p.value.clone(),
-                );
+                push(&mut events, process, EventType::Info, p.f, &p.key, p.value.clone());
                 slots[s].process = next_process;
                 next_process += 1;
             }
@@ -133,25 +96,11 @@ pub fn generate(g: &Gen, seed: u64) -> Vec<Event> {
             }
             Some(_) if roll < g.info / 2.0 => {
                 // Took effect, but the client never learned the outcome.
-                push(
-                    &mut events,
-                    process,
-                    EventType::Info,
-                    p.f,
-                    &p.key,
-                    p.value.clone(),
-                );
+                push(&mut events, process, EventType::Info, p.f, &p.key, p.value.clone());
                 slots[s].process = next_process;
                 next_process += 1;
             }
-            Some(Err(())) => push(
-                &mut events,
-                process,
-                EventType::Fail,
-                p.f,
-                &p.key,
-                p.value.clone(),
-            ),
+            Some(Err(())) => push(&mut events, process, EventType::Fail, p.f, &p.key, p.value.clone()),
             Some(Ok(out)) => {
                 let value = if matches!(p.f, "read" | "get") {
                     if rng.random::<f64>() < g.corrupt {
@@ -179,21 +128,12 @@ fn new_op(g: &Gen, rng: &mut StdRng, state: &HashMap<String, Value>, fresh: &mut
         (_, 0 | 1) => ("read", Value::Null),
         (GenModel::CasRegister, 3) => {
             // Half the time the value it holds now, so some cas succeed.
-            let from = if rng.random_bool(0.5) {
-                current
-            } else {
-                random_value(g, rng, fresh)
-            };
+            let from = if rng.random_bool(0.5) { current } else { random_value(g, rng, fresh) };
             ("cas", json!([from, random_value(g, rng, fresh)]))
         }
         _ => ("write", random_value(g, rng, fresh)),
     };
-    Pending {
-        f,
-        key,
-        value,
-        outcome: None,
-    }
+    Pending { f, key, value, outcome: None }
 }
 
 fn random_value(g: &Gen, rng: &mut StdRng, fresh: &mut u64) -> Value {
@@ -240,10 +180,7 @@ mod tests {
         g.info = 0.2;
         g.fail = 0.1;
         let events = generate(&g, 7);
-        let invokes = events
-            .iter()
-            .filter(|e| e.kind == EventType::Invoke)
-            .count();
+        let invokes = events.iter().filter(|e| e.kind == EventType::Invoke).count();
         assert_eq!(invokes, 50);
         let mut open: HashMap<u64, usize> = HashMap::new();
         for e in &events {

@@ -58,9 +58,7 @@ fn is_read(e: &Event) -> bool {
 
 /// Rewrites one ok read (chosen by `rng`) to an impossible value; returns its invoke index.
 fn corrupt_one_read(events: &mut [Event], rng: &mut StdRng) -> Option<u64> {
-    let reads: Vec<usize> = (0..events.len())
-        .filter(|&i| events[i].kind == EventType::Ok && is_read(&events[i]))
-        .collect();
+    let reads: Vec<usize> = (0..events.len()).filter(|&i| events[i].kind == EventType::Ok && is_read(&events[i])).collect();
     let &at = reads.get(rng.random_range(0..reads.len().max(1)))?;
     let key = events[at].key.clone();
     // A write (put) invoked after the read returned: its unique value is from the future.
@@ -93,26 +91,12 @@ fn properties(model: GenModel) {
             continue;
         };
         let r = run(model, &events);
-        assert_eq!(
-            r.verdict,
-            Verdict::Invalid,
-            "seed {seed}, read {read}: {r:?}"
-        );
-        assert_eq!(
-            r.failures.len(),
-            1,
-            "seed {seed}: one corrupted partition: {r:?}"
-        );
-        assert!(
-            r.failures[0].unplaceable.contains(&read),
-            "seed {seed}: read {read} not named: {r:?}"
-        );
+        assert_eq!(r.verdict, Verdict::Invalid, "seed {seed}, read {read}: {r:?}");
+        assert_eq!(r.failures.len(), 1, "seed {seed}: one corrupted partition: {r:?}");
+        assert!(r.failures[0].unplaceable.contains(&read), "seed {seed}: read {read} not named: {r:?}");
         caught += 1;
     }
-    assert!(
-        caught > CASES / 2,
-        "only {caught} histories had a read to corrupt"
-    );
+    assert!(caught > CASES / 2, "only {caught} histories had a read to corrupt");
 }
 
 #[test]

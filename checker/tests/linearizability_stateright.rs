@@ -79,12 +79,7 @@ fn failed_invokes(events: &[Event]) -> HashSet<usize> {
 }
 
 /// Feeds the history to a stateright tester; `op` and `ret` translate events.
-fn reference<S: SequentialSpec + Clone>(
-    spec: S,
-    events: &[Event],
-    op: impl Fn(&Event) -> S::Op,
-    ret: impl Fn(&Event) -> S::Ret,
-) -> bool
+fn reference<S: SequentialSpec + Clone>(spec: S, events: &[Event], op: impl Fn(&Event) -> S::Op, ret: impl Fn(&Event) -> S::Ret) -> bool
 where
     S::Op: Clone + std::fmt::Debug,
     S::Ret: Clone + std::fmt::Debug + PartialEq,
@@ -146,11 +141,7 @@ fn agrees_with_stateright_on_small_random_histories() {
     for seed in 0..10_000u64 {
         // Vary the shape with the seed: 2–4 processes, 1–8 operations, 1–3 values (few
         // values make many orders plausible, which is where searches go wrong).
-        let model = if seed % 2 == 0 {
-            GenModel::Register
-        } else {
-            GenModel::CasRegister
-        };
+        let model = if seed % 2 == 0 { GenModel::Register } else { GenModel::CasRegister };
         let mut g = Gen::new(model, 2 + (seed % 3) as usize, 1 + (seed / 3 % 8) as usize);
         g.values = 1 + seed / 24 % 3;
         g.info = [0.0, 0.2, 0.5][(seed / 72 % 3) as usize];
@@ -171,9 +162,7 @@ fn agrees_with_stateright_on_small_random_histories() {
         };
         *counts.entry((kind, expected)).or_default() += 1;
         if valid != expected {
-            disagreements.push(format!(
-                "seed {seed} {kind}: stateright {expected}, ours {ours:?}"
-            ));
+            disagreements.push(format!("seed {seed} {kind}: stateright {expected}, ours {ours:?}"));
         }
     }
     assert!(
@@ -186,10 +175,7 @@ fn agrees_with_stateright_on_small_random_histories() {
     for kind in [ModelKind::Register, ModelKind::CasRegister] {
         for expected in [true, false] {
             let n = counts.get(&(kind, expected)).copied().unwrap_or(0);
-            assert!(
-                n >= 1000,
-                "only {n} {kind} histories with verdict {expected}: {counts:?}"
-            );
+            assert!(n >= 1000, "only {n} {kind} histories with verdict {expected}: {counts:?}");
         }
     }
 }

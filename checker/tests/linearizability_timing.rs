@@ -39,10 +39,7 @@ fn hard_cas(seed: u64, info: f64) -> Vec<Event> {
 
 /// Makes the last ok read impossible: it reports a value nobody wrote.
 fn corrupt_last_read(events: &mut [Event]) {
-    let last = events
-        .iter()
-        .rposition(|e| e.kind == EventType::Ok && e.f == "read")
-        .expect("a read");
+    let last = events.iter().rposition(|e| e.kind == EventType::Ok && e.f == "read").expect("a read");
     events[last].value = json!(99);
 }
 

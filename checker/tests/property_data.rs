@@ -20,17 +20,8 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-const KNOWN_FIELDS: &[&str] = &[
-    "description",
-    "error",
-    "warnings",
-    "event_count",
-    "events",
-    "outcome",
-    "resource_safety",
-    "fencing",
-    "holder_overlap",
-];
+const KNOWN_FIELDS: &[&str] =
+    &["description", "error", "warnings", "event_count", "events", "outcome", "resource_safety", "fencing", "holder_overlap"];
 
 #[test]
 fn resource_safety_cases() {
@@ -83,11 +74,7 @@ fn histories(folder: &str) -> Vec<PathBuf> {
 fn run_folder(folder: &str, min_cases: usize) {
     let cases = histories(folder);
     // Guards against a moved directory turning the test into a silent no-op.
-    assert!(
-        cases.len() >= min_cases,
-        "expected at least {min_cases} cases in {folder}, found {}",
-        cases.len()
-    );
+    assert!(cases.len() >= min_cases, "expected at least {min_cases} cases in {folder}, found {}", cases.len());
     let mut failures = Vec::new();
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
@@ -95,12 +82,7 @@ fn run_folder(folder: &str, min_cases: usize) {
             failures.extend(problems.into_iter().map(|p| format!("{name}: {p}")));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} mismatch(es):\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} mismatch(es):\n{}", failures.len(), failures.join("\n"));
 }
 
 fn run_case(history: &Path) -> Result<(), Vec<String>> {
@@ -112,11 +94,8 @@ fn run_case(history: &Path) -> Result<(), Vec<String>> {
     let Some(expect) = expect.as_object() else {
         return Err(vec!["expectations must be a JSON object".into()]);
     };
-    let mut problems: Vec<String> = expect
-        .keys()
-        .filter(|k| !KNOWN_FIELDS.contains(&k.as_str()))
-        .map(|k| format!("unknown expectation field `{k}`"))
-        .collect();
+    let mut problems: Vec<String> =
+        expect.keys().filter(|k| !KNOWN_FIELDS.contains(&k.as_str())).map(|k| format!("unknown expectation field `{k}`")).collect();
 
     let parsed = read_history_file(history);
     if let Some(wanted) = expect.get("error") {
@@ -124,15 +103,9 @@ fn run_case(history: &Path) -> Result<(), Vec<String>> {
         match parsed {
             Err(e) if e.to_string().contains(wanted) => {}
             Err(e) => problems.push(format!("error `{e}` does not contain `{wanted}`")),
-            Ok(_) => problems.push(format!(
-                "parsed, but expected an error containing `{wanted}`"
-            )),
+            Ok(_) => problems.push(format!("parsed, but expected an error containing `{wanted}`")),
         }
-        return if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems)
-        };
+        return if problems.is_empty() { Ok(()) } else { Err(problems) };
     }
     let parsed = match parsed {
         Ok(p) => p,
@@ -147,28 +120,17 @@ fn run_case(history: &Path) -> Result<(), Vec<String>> {
         _ => Vec::new(),
     };
     let warnings_match = parsed.warnings.len() == wanted_warnings.len()
-        && parsed
-            .warnings
-            .iter()
-            .zip(&wanted_warnings)
-            .all(|(got, want)| got.contains(want));
+        && parsed.warnings.iter().zip(&wanted_warnings).all(|(got, want)| got.contains(want));
     if !warnings_match {
-        problems.push(format!(
-            "warnings {:?}, expected {:?}",
-            parsed.warnings, wanted_warnings
-        ));
+        problems.push(format!("warnings {:?}, expected {:?}", parsed.warnings, wanted_warnings));
     }
     if let Some(n) = expect.get("event_count") {
         compare(n, &parsed.events.len().into(), "event_count", &mut problems);
     }
     if let Some(wanted) = expect.get("events") {
         // By position, so a case lists only the events it is about.
-        let got: Map<String, Value> = parsed
-            .events
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (i.to_string(), serde_json::to_value(e).unwrap()))
-            .collect();
+        let got: Map<String, Value> =
+            parsed.events.iter().enumerate().map(|(i, e)| (i.to_string(), serde_json::to_value(e).unwrap())).collect();
         compare(wanted, &Value::Object(got), "events", &mut problems);
     }
 

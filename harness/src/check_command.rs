@@ -73,17 +73,31 @@ fn print_human(r: &CheckReport) {
     let decides = |name: &str| if r.linearizability.is_none() && p.decides_outcome(name) { "" } else { " (informational)" };
     println!(
         "resource_safety: {}{} — lost updates {}, interleaved sections {}, accepted writes {}, rejected writes {}",
-        rs.verdict, decides("resource_safety"), rs.lost_updates, rs.interleaved_sections, rs.accepted_writes, rs.rejected_writes
+        rs.verdict,
+        decides("resource_safety"),
+        rs.lost_updates,
+        rs.interleaved_sections,
+        rs.accepted_writes,
+        rs.rejected_writes
     );
     let f = &p.fencing;
     println!(
         "fencing: {}{} — grants with token {}, non-increasing grants {}, accepted out of order {}, stale writes rejected {}",
-        f.verdict, decides("fencing"), f.grants_with_token, f.non_increasing_grants, f.accepted_writes_out_of_order, f.stale_writes_rejected
+        f.verdict,
+        decides("fencing"),
+        f.grants_with_token,
+        f.non_increasing_grants,
+        f.accepted_writes_out_of_order,
+        f.stale_writes_rejected
     );
     let o = &p.holder_overlap;
     println!(
         "holder_overlap: {}{} — overlaps {}, total {:.0} ms, longest {:.0} ms",
-        o.verdict, decides("holder_overlap"), o.overlaps, o.total_overlap_ms, o.longest_overlap_ms
+        o.verdict,
+        decides("holder_overlap"),
+        o.overlaps,
+        o.total_overlap_ms,
+        o.longest_overlap_ms
     );
     if let Some(l) = &r.linearizability {
         println!(

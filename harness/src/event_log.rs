@@ -15,11 +15,8 @@ pub struct EventLog {
 
 impl EventLog {
     pub fn create(path: &Path) -> anyhow::Result<Self> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("cannot open event log {}", path.display()))?;
+        let file =
+            OpenOptions::new().create(true).append(true).open(path).with_context(|| format!("cannot open event log {}", path.display()))?;
         Ok(EventLog { path: path.to_path_buf(), file, next_index: 0 })
     }
 
@@ -29,10 +26,7 @@ impl EventLog {
         self.next_index += 1;
         let mut line = serde_json::to_vec(&event)?;
         line.push(b'\n');
-        self.file
-            .write_all(&line)
-            .and_then(|_| self.file.flush())
-            .with_context(|| format!("cannot append to {}", self.path.display()))?;
+        self.file.write_all(&line).and_then(|_| self.file.flush()).with_context(|| format!("cannot append to {}", self.path.display()))?;
         Ok(event)
     }
 }

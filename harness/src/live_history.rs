@@ -97,7 +97,6 @@ impl LiveHistory {
             .map(|(c, _)| *c)
             .collect()
     }
-
 }
 
 fn next_phase(current: Phase, ev: &Event) -> Phase {

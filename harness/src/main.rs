@@ -9,8 +9,8 @@ mod containers;
 mod event_log;
 mod faults;
 mod live_history;
-mod matrix_command;
 mod lock_backends;
+mod matrix_command;
 mod nemesis;
 mod node_image;
 mod progress;
@@ -212,13 +212,9 @@ async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             let args = matrix_command::MatrixArgs { patterns: scenarios, runs: runs.max(1), time_limit, store, junit };
             matrix_command::run(args, reporter).await.map(ExitCode::from)
         }
-        Command::Check { file, model, format, timeout, json } => check_command::run(check_command::CheckArgs {
-            file,
-            model,
-            format,
-            timeout: std::time::Duration::from_secs(timeout),
-            json,
-        }),
+        Command::Check { file, model, format, timeout, json } => {
+            check_command::run(check_command::CheckArgs { file, model, format, timeout: std::time::Duration::from_secs(timeout), json })
+        }
         Command::List { dir } => {
             let entries = scenario_catalog::list(dir.as_deref())?;
             let width = entries.iter().filter_map(|e| e.as_ref().ok()).map(|s| s.name.len()).max().unwrap_or(0);

@@ -72,7 +72,12 @@ pub async fn run(args: MatrixArgs, reporter: Arc<dyn Reporter>) -> anyhow::Resul
     let store = args.store.canonicalize().unwrap_or(args.store.clone());
     let runs: Vec<MatrixRun> = finished
         .iter()
-        .map(|(results, row, column, dir)| MatrixRun { results, row: row.clone(), column: column.clone(), report: relative(&store, &dir.join("report.html")) })
+        .map(|(results, row, column, dir)| MatrixRun {
+            results,
+            row: row.clone(),
+            column: column.clone(),
+            report: relative(&store, &dir.join("report.html")),
+        })
         .collect();
     let m = Matrix::from_runs(&runs);
     let json = store.join("matrix.json");
@@ -80,7 +85,11 @@ pub async fn run(args: MatrixArgs, reporter: Arc<dyn Reporter>) -> anyhow::Resul
     let html = store.join("matrix.html");
     std::fs::write(&html, matrix::render_html(&m, "lockchaos matrix")).with_context(|| format!("writing {}", html.display()))?;
     print_table(&m);
-    println!("matrix: {} — {}", html.display(), if m.all_match { "every cell matched its expectation" } else { "some cells did not match" });
+    println!(
+        "matrix: {} — {}",
+        html.display(),
+        if m.all_match { "every cell matched its expectation" } else { "some cells did not match" }
+    );
     if let Some(file) = &args.junit {
         let results: Vec<RunResults> = finished.iter().map(|(r, ..)| r.clone()).collect();
         scenario_command::write_junit(file, &results)?;

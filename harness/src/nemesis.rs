@@ -5,8 +5,8 @@ use crate::clock::RunClock;
 use crate::event_log::EventLog;
 use crate::faults::{fault_for, FaultContext, Injection};
 use crate::live_history::{LiveHistory, Phase};
-use crate::schedule::PlannedFault;
 use crate::scenario::{FaultKind, Target, Trigger};
+use crate::schedule::PlannedFault;
 use checker::{Event, EventType, Process};
 use std::collections::VecDeque;
 
@@ -117,12 +117,8 @@ impl Nemesis {
                 self.fired_group = Some(step.at_ms);
                 self.group_holders = section;
             }
-            let injection = Injection {
-                fault: step.fault,
-                target,
-                from: step.from.iter().map(|t| t.to_string()).collect(),
-                params: step.params,
-            };
+            let injection =
+                Injection { fault: step.fault, target, from: step.from.iter().map(|t| t.to_string()).collect(), params: step.params };
             if self.active.iter().any(|a| a.injection == injection) {
                 self.record(&injection, "skipped", Some("already active".into()))?;
                 continue;

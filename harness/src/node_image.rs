@@ -32,15 +32,9 @@ pub const JEMALLOC_STUB_DIR: &str = "/opt/lockchaos/jemalloc-stub";
 /// The build inputs, in the order they are hashed (build-offline.sh hashes the same files
 /// in the same order, so a hand-built image gets the same label).
 const INPUTS: [(&str, &str); 4] = [
-    (
-        "build-offline.sh",
-        include_str!("../../docker/build-offline.sh"),
-    ),
+    ("build-offline.sh", include_str!("../../docker/build-offline.sh")),
     ("Dockerfile", include_str!("../../docker/Dockerfile")),
-    (
-        "jemalloc-stub.c",
-        include_str!("../../docker/jemalloc-stub.c"),
-    ),
+    ("jemalloc-stub.c", include_str!("../../docker/jemalloc-stub.c")),
     ("packages.txt", include_str!("../../docker/packages.txt")),
 ];
 
@@ -98,9 +92,7 @@ pub async fn ensure_image(
     progress: &indicatif::ProgressBar,
 ) -> Result<EnsureOutcome> {
     let want = inputs_hash();
-    let up_to_date = |img: &Option<(String, Option<String>)>| {
-        img.as_ref().and_then(|(_, label)| label.as_deref()) == Some(want.as_str())
-    };
+    let up_to_date = |img: &Option<(String, Option<String>)>| img.as_ref().and_then(|(_, label)| label.as_deref()) == Some(want.as_str());
     if !force && up_to_date(&inspect(docker, IMAGE).await?) {
         return Ok(EnsureOutcome::AlreadyPresent);
     }
@@ -113,74 +105,45 @@ pub async fn ensure_image(
         return Ok(EnsureOutcome::AlreadyPresent);
     }
     let method = match method {
-        BuildMethod::Auto if inspect(docker, BASE_IMAGE).await?.is_some() => {
-            BuildMethod::Dockerfile
-        }
+        BuildMethod::Auto if inspect(docker, BASE_IMAGE).await?.is_some() => BuildMethod::Dockerfile,
         BuildMethod::Auto => BuildMethod::Offline,
         m => m,
     };
     let log_path = build_log_path();
-    let mut log = std::fs::File::create(&log_path)
-        .with_context(|| format!("cannot create build log {}", log_path.display()))?;
+    let mut log = std::fs::File::create(&log_path).with_context(|| format!("cannot create build log {}", log_path.display()))?;
     let start = Instant::now();
     let built = match method {
         BuildMethod::Offline => build_offline(progress, &mut log).await,
         _ => build_dockerfile(docker, &want, progress, &mut log).await,
     };
     if let Err(e) = built {
-        let how = if method == BuildMethod::Offline {
-            "docker/build-offline.sh"
-        } else {
-            "docker/Dockerfile"
-        };
-        bail!(
-            "building {IMAGE} with {how} failed: {e:#} (full log: {})",
-            log_path.display()
-        );
+        let how = if method == BuildMethod::Offline { "docker/build-offline.sh" } else { "docker/Dockerfile" };
+        bail!("building {IMAGE} with {how} failed: {e:#} (full log: {})", log_path.display());
     }
     // The label is what makes the next call a no-op: check it really landed.
     let new = inspect(docker, IMAGE).await?;
     let got = new.as_ref().and_then(|(_, label)| label.as_deref());
     if got != Some(want.as_str()) {
-        bail!(
-            "built {IMAGE} but its {INPUTS_LABEL} label is {got:?}, expected {want} (full log: {})",
-            log_path.display()
-        );
+        bail!("built {IMAGE} but its {INPUTS_LABEL} label is {got:?}, expected {want} (full log: {})", log_path.display());
     }
     // The replaced image is now untagged: remove it rather than leave ~300 MB dangling
     // (fails harmlessly if a container still uses it).
     if let (Some((old_id, _)), Some((new_id, _))) = (&old, &new) {
         if old_id != new_id {
-            let _ = docker
-                .remove_image(
-                    old_id,
-                    None::<bollard::query_parameters::RemoveImageOptions>,
-                    None,
-                )
-                .await;
+            let _ = docker.remove_image(old_id, None::<bollard::query_parameters::RemoveImageOptions>, None).await;
         }
     }
-    Ok(EnsureOutcome::Built {
-        secs: start.elapsed().as_secs_f64(),
-    })
+    Ok(EnsureOutcome::Built { secs: start.elapsed().as_secs_f64() })
 }
 
 /// `(id, inputs label)` of `image`, `None` if there is no such image.
-async fn inspect(
-    docker: &bollard::Docker,
-    image: &str,
-) -> Result<Option<(String, Option<String>)>> {
+async fn inspect(docker: &bollard::Docker, image: &str) -> Result<Option<(String, Option<String>)>> {
     match docker.inspect_image(image).await {
         Ok(i) => {
-            let label = i
-                .config
-                .and_then(|c| c.labels)
-                .and_then(|mut l| l.remove(INPUTS_LABEL));
+            let label = i.config.and_then(|c| c.labels).and_then(|mut l| l.remove(INPUTS_LABEL));
             Ok(Some((i.id.unwrap_or_default(), label)))
         }
-        Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) => Ok(None),
+        Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(None),
         Err(e) => Err(anyhow!(e).context(format!("inspecting image {image}"))),
     }
 }
@@ -200,11 +163,8 @@ struct InputsDir(PathBuf);
 
 impl InputsDir {
     fn create() -> Result<Self> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_nanos();
-        let dir =
-            std::env::temp_dir().join(format!("lockchaos-node-{}-{nanos}", std::process::id()));
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos();
+        let dir = std::env::temp_dir().join(format!("lockchaos-node-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let this = InputsDir(dir);
         for (name, text) in INPUTS {
@@ -248,29 +208,19 @@ async fn build_offline(progress: &indicatif::ProgressBar, log: &mut std::fs::Fil
     }
     let status = child.wait().await?;
     if !status.success() {
-        bail!(
-            "{}",
-            diagnosis.unwrap_or_else(|| format!("{status}: {}", last.trim()))
-        );
+        bail!("{}", diagnosis.unwrap_or_else(|| format!("{status}: {}", last.trim())));
     }
     Ok(())
 }
 
-fn forward_lines(
-    pipe: impl AsyncRead + Unpin + Send + 'static,
-    tx: tokio::sync::mpsc::UnboundedSender<String>,
-) {
+fn forward_lines(pipe: impl AsyncRead + Unpin + Send + 'static, tx: tokio::sync::mpsc::UnboundedSender<String>) {
     tokio::spawn(async move {
         let mut reader = BufReader::new(pipe);
         let mut buf = Vec::new();
         while matches!(reader.read_until(b'\n', &mut buf).await, Ok(n) if n > 0) {
             // Progress meters redraw with '\r': keep the last part only.
             let text = String::from_utf8_lossy(&buf);
-            let line = text
-                .trim_end_matches(['\n', '\r'])
-                .rsplit('\r')
-                .next()
-                .unwrap_or("");
+            let line = text.trim_end_matches(['\n', '\r']).rsplit('\r').next().unwrap_or("");
             if tx.send(line.to_string()).is_err() {
                 break;
             }
@@ -279,12 +229,7 @@ fn forward_lines(
     });
 }
 
-async fn build_dockerfile(
-    docker: &bollard::Docker,
-    hash: &str,
-    progress: &indicatif::ProgressBar,
-    log: &mut std::fs::File,
-) -> Result<()> {
+async fn build_dockerfile(docker: &bollard::Docker, hash: &str, progress: &indicatif::ProgressBar, log: &mut std::fs::File) -> Result<()> {
     let mut tar = Vec::new();
     for (name, text) in INPUTS {
         tar_append(&mut tar, name, text.as_bytes());
@@ -301,12 +246,7 @@ async fn build_dockerfile(
     let mut stream = docker.build_image(options, None, Some(bollard::body_full(tar.into())));
     while let Some(item) = stream.next().await {
         let info = item.context("docker build")?;
-        for line in info
-            .stream
-            .iter()
-            .chain(info.status.iter())
-            .flat_map(|s| s.lines())
-        {
+        for line in info.stream.iter().chain(info.status.iter()).flat_map(|s| s.lines()) {
             note(progress, log, line);
         }
     }
@@ -339,21 +279,14 @@ fn tar_append(tar: &mut Vec<u8>, name: &str, data: &[u8]) {
 /// SHA-256 (FIPS 180-4), std only: the label must match `sha256sum` in build-offline.sh.
 fn sha256_hex(data: &[u8]) -> String {
     const K: [u32; 64] = [
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-        0xc67178f2,
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be,
+        0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa,
+        0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85,
+        0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3,
+        0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f,
+        0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ];
-    let mut h: [u32; 8] = [
-        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-        0x5be0cd19,
-    ];
+    let mut h: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
     let mut msg = data.to_vec();
     msg.push(0x80);
     while msg.len() % 64 != 56 {
@@ -368,20 +301,13 @@ fn sha256_hex(data: &[u8]) -> String {
         for i in 16..64 {
             let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
             let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
-            w[i] = w[i - 16]
-                .wrapping_add(s0)
-                .wrapping_add(w[i - 7])
-                .wrapping_add(s1);
+            w[i] = w[i - 16].wrapping_add(s0).wrapping_add(w[i - 7]).wrapping_add(s1);
         }
         let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = h;
         for i in 0..64 {
             let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
             let ch = (e & f) ^ (!e & g);
-            let t1 = hh
-                .wrapping_add(s1)
-                .wrapping_add(ch)
-                .wrapping_add(K[i])
-                .wrapping_add(w[i]);
+            let t1 = hh.wrapping_add(s1).wrapping_add(ch).wrapping_add(K[i]).wrapping_add(w[i]);
             let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
             let maj = (a & b) ^ (a & c) ^ (b & c);
             let t2 = s0.wrapping_add(maj);
@@ -409,14 +335,8 @@ mod tests {
 
     #[test]
     fn sha256_known_vectors() {
-        assert_eq!(
-            sha256_hex(b""),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        );
-        assert_eq!(
-            sha256_hex(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(sha256_hex(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         // two blocks (56-byte message forces an extra padding block)
         assert_eq!(
             sha256_hex(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
@@ -452,23 +372,16 @@ mod tests {
         let docker = bollard::Docker::connect_with_unix(
             "/var/run/docker.sock",
             120,
-            &bollard::ClientVersion {
-                major_version: 1,
-                minor_version: 41,
-            },
+            &bollard::ClientVersion { major_version: 1, minor_version: 41 },
         )
         .unwrap()
         .negotiate_version()
         .await
         .unwrap();
         let pb = indicatif::ProgressBar::hidden();
-        ensure_image(&docker, BuildMethod::Auto, false, &pb)
-            .await
-            .unwrap();
+        ensure_image(&docker, BuildMethod::Auto, false, &pb).await.unwrap();
         let t = Instant::now();
-        let second = ensure_image(&docker, BuildMethod::Auto, false, &pb)
-            .await
-            .unwrap();
+        let second = ensure_image(&docker, BuildMethod::Auto, false, &pb).await.unwrap();
         assert_eq!(second, EnsureOutcome::AlreadyPresent);
         assert!(t.elapsed().as_secs_f64() < 2.0);
     }

@@ -11,8 +11,13 @@ pub enum RunEvent {
     /// A stage of the run begins: "image", "provision", "workload", "stop", "teardown", "check".
     Stage(String),
     /// Workload progress, in milliseconds.
-    Workload { elapsed_ms: u64, total_ms: u64 },
-    Fault { description: String },
+    Workload {
+        elapsed_ms: u64,
+        total_ms: u64,
+    },
+    Fault {
+        description: String,
+    },
     Warning(String),
 }
 
@@ -87,9 +92,7 @@ impl Reporter for TerminalReporter {
             }
             RunEvent::Workload { elapsed_ms, total_ms } => {
                 if bar.length() != Some(total_ms) {
-                    bar.set_style(
-                        ProgressStyle::with_template("{spinner} {prefix:.bold} [{bar:30}] {msg}").expect("static template"),
-                    );
+                    bar.set_style(ProgressStyle::with_template("{spinner} {prefix:.bold} [{bar:30}] {msg}").expect("static template"));
                     bar.set_length(total_ms);
                 }
                 bar.set_position(elapsed_ms.min(total_ms));

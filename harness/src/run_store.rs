@@ -64,8 +64,7 @@ impl RunDir {
     /// A truncated last line (a party killed mid-write) is dropped with a warning.
     pub fn merge_history(&self) -> anyhow::Result<(Vec<Event>, Vec<String>)> {
         let mut sources = vec![self.resource_events(), self.nemesis_events()];
-        let mut workers: Vec<PathBuf> =
-            std::fs::read_dir(self.path.join("workers"))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        let mut workers: Vec<PathBuf> = std::fs::read_dir(self.path.join("workers"))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
         workers.sort();
         sources.extend(workers.into_iter().filter(|p| p.extension().is_some_and(|e| e == "jsonl")));
         let mut events = vec![];

@@ -466,7 +466,9 @@ impl std::str::FromStr for Target {
         }
         let number = |prefix: &str| s.strip_prefix(prefix).and_then(|k| k.parse::<u32>().ok()).filter(|k| *k >= 1);
         number("client-").map(Target::Client).or_else(|| number("n").map(Target::Node)).ok_or_else(|| {
-            format!("unknown target `{s}`, expected `client-K`, `nK` (K from 1), `holder`, `leader`, `nodes`, `random-client` or `random-node`")
+            format!(
+                "unknown target `{s}`, expected `client-K`, `nK` (K from 1), `holder`, `leader`, `nodes`, `random-client` or `random-node`"
+            )
         })
     }
 }
@@ -555,20 +557,13 @@ pub fn load_file(path: &Path) -> Result<LoadedScenario, ScenarioError> {
 }
 
 pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
-    let err = |line: Option<usize>, field: Option<String>, message: String| ScenarioError {
-        file: path.to_path_buf(),
-        line,
-        field,
-        message,
-    };
+    let err =
+        |line: Option<usize>, field: Option<String>, message: String| ScenarioError { file: path.to_path_buf(), line, field, message };
     let de = toml::Deserializer::new(text);
     let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
         let field = e.path().to_string();
         let inner = e.into_inner();
-        let line = inner
-            .span()
-            .map(|s| line_of_offset(text, s.start))
-            .or_else(|| line_of_field(text, &field));
+        let line = inner.span().map(|s| line_of_offset(text, s.start)).or_else(|| line_of_field(text, &field));
         let field = (field != ".").then_some(field);
         err(line, field, inner.message().trim().to_string())
     })?;
@@ -603,8 +598,8 @@ fn line_of_field(text: &str, field: &str) -> Option<usize> {
 }
 
 mod validate;
-pub use validate::validate_overrides;
 use validate::validate;
+pub use validate::validate_overrides;
 
 #[cfg(test)]
 mod tests;

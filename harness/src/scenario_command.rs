@@ -29,12 +29,7 @@ impl Series {
 
 /// Runs the scenario `count` times (sequentially: runs share the machine's two cores). An
 /// error or Ctrl-C stops the series; a single run's error is returned as the error.
-pub async fn run_series(
-    loaded: LoadedScenario,
-    opts: RunOptions,
-    reporter: Arc<dyn Reporter>,
-    count: u32,
-) -> anyhow::Result<Series> {
+pub async fn run_series(loaded: LoadedScenario, opts: RunOptions, reporter: Arc<dyn Reporter>, count: u32) -> anyhow::Result<Series> {
     let mut series = Series { runs: vec![], error: None };
     for i in 1..=count {
         let outcome = match run::run(loaded.clone(), opts.clone(), reporter.clone()).await {

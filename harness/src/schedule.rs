@@ -51,7 +51,16 @@ pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, see
             let fault = r.faults[rng.random_range(0..r.faults.len())];
             let duration_ms = rng.random_range(r.duration_ms[0]..=r.duration_ms[1]);
             let target = resolve(&r.target, &mut rng);
-            plan.push(PlannedFault { at_ms: at, fault, target, duration_ms, when: None, by: None, from: vec![], params: FaultParams::default() });
+            plan.push(PlannedFault {
+                at_ms: at,
+                fault,
+                target,
+                duration_ms,
+                when: None,
+                by: None,
+                from: vec![],
+                params: FaultParams::default(),
+            });
             at += duration_ms + rng.random_range(r.interval_ms[0]..=r.interval_ms[1]);
         }
     }
@@ -66,7 +75,19 @@ mod tests {
 
     fn nemesis() -> Nemesis {
         Nemesis {
-            timeline: vec![TimelineStep { at_ms: 500, fault: FaultKind::Pause, target: Target::Holder, duration_ms: 100, when: None, by: None, from: vec![], offset_ms: None, period_ms: None, delay_ms: None, shape: None }],
+            timeline: vec![TimelineStep {
+                at_ms: 500,
+                fault: FaultKind::Pause,
+                target: Target::Holder,
+                duration_ms: 100,
+                when: None,
+                by: None,
+                from: vec![],
+                offset_ms: None,
+                period_ms: None,
+                delay_ms: None,
+                shape: None,
+            }],
             random: Some(RandomFaults {
                 faults: vec![FaultKind::Pause],
                 target: Target::RandomClient,
@@ -87,7 +108,19 @@ mod tests {
     #[test]
     fn random_faults_respect_ranges_and_do_not_overlap() {
         let p = plan(&nemesis(), 3, 5, 20_000, 42);
-        assert_eq!(p[0], PlannedFault { at_ms: 500, fault: FaultKind::Pause, target: Target::Holder, duration_ms: 100, when: None, by: None, from: vec![], params: FaultParams::default() });
+        assert_eq!(
+            p[0],
+            PlannedFault {
+                at_ms: 500,
+                fault: FaultKind::Pause,
+                target: Target::Holder,
+                duration_ms: 100,
+                when: None,
+                by: None,
+                from: vec![],
+                params: FaultParams::default()
+            }
+        );
         let random: Vec<_> = p.iter().filter(|f| f.target != Target::Holder).collect();
         assert!(random.len() > 10, "{random:?}");
         for w in random.windows(2) {

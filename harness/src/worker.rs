@@ -9,9 +9,9 @@ use crate::event_log::EventLog;
 use crate::lock_backends::{self, ClientConfig, Grant, LockClient, LockError, TxResource};
 use crate::resource::client::{CallError, ResourceClient};
 use crate::resource::postgres_table::PostgresTable;
-use crate::resource::ResourceCall;
 use crate::resource::protocol::Request;
-use crate::scenario::{LockParams, ResourceParams, ResourceKind, Workload};
+use crate::resource::ResourceCall;
+use crate::scenario::{LockParams, ResourceKind, ResourceParams, Workload};
 use checker::{Event, EventType, Process};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -67,18 +67,9 @@ pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
 }
 
 /// The loop itself, over an already connected lock client and resource client.
-pub async fn run_with(
-    config: &WorkerConfig,
-    mut lock: Box<dyn LockClient>,
-    mut resource: Box<dyn ResourceCall>,
-) -> anyhow::Result<()> {
+pub async fn run_with(config: &WorkerConfig, mut lock: Box<dyn LockClient>, mut resource: Box<dyn ResourceCall>) -> anyhow::Result<()> {
     let clock = RunClock { t0_ns: config.t0_ns };
-    let mut rec = Recorder {
-        log: EventLog::create(&config.events)?,
-        clock,
-        process: config.process,
-        key: config.workload.key.clone(),
-    };
+    let mut rec = Recorder { log: EventLog::create(&config.events)?, clock, process: config.process, key: config.workload.key.clone() };
     let key = config.workload.key.clone();
     let acquire_timeout = Duration::from_millis(config.lock.acquire_timeout_ms);
 

@@ -9,11 +9,8 @@ use std::process::Command;
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../checker/tests/data/linearizability");
 
 fn check(file: &Path, model: &str) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
-        .args(["check", "--model", model, "--timeout", "20"])
-        .arg(file)
-        .output()
-        .unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_lockchaos")).args(["check", "--model", model, "--timeout", "20"]).arg(file).output().unwrap();
     (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 

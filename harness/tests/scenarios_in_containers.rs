@@ -42,63 +42,207 @@ fn ok_if(cond: bool, what: String) -> Result<(), String> {
 }
 
 const CASES: &[Case] = &[
-    Case { scenario: "redis-single-baseline", secs: 6, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "safe" && rs(r)["lost_updates"] == 0 && rs(r)["accepted_writes"].as_u64() > Some(5), format!("expected safe with writes: {}", rs(r)))
-    }},
-    Case { scenario: "redis-single-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-    }},
-    Case { scenario: "redlock-baseline", secs: 6, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "safe" && rs(r)["accepted_writes"].as_u64() > Some(5), format!("expected safe with writes: {}", rs(r)))
-    }},
-    Case { scenario: "redlock-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-    }},
-    Case { scenario: "redlock-clock-jump", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-    }},
-    Case { scenario: "postgres-session-pooler", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-    }},
-    Case { scenario: "etcd-pause-fenced", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0), format!("expected stale writes rejected: {}", rs(r)))
-    }},
-    Case { scenario: "redis-sentinel-failover", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-    }},
-    Case { scenario: "redis-single-restart-no-persistence", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-    }},
-    Case { scenario: "redis-single-partition", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0) && no_warnings(r), format!("expected lost updates after failed renewals: {} {}", rs(r), r["warnings"]))
-    }},
-    Case { scenario: "etcd-partition-fenced", secs: 14, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0) && no_warnings(r), format!("expected the isolated holder's write rejected: {} {}", rs(r), r["warnings"]))
-    }},
-    Case { scenario: "etcd-pause-fenced-postgres-table", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0) && no_warnings(r), format!("expected the table's conditional update to reject the stale write: {} {}", rs(r), r["warnings"]))
-    }},
-    Case { scenario: "redis-single-clock-strobe", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0) && no_warnings(r), format!("expected the strobed clock to expire the lock early: {} {}", rs(r), r["warnings"]))
-    }},
-    Case { scenario: "postgres-xact-partition", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        // The cut-off holder keeps the lock until the server's idle timeout (1 s) ends its session.
-        let gap = r["properties"]["availability"]["longest_gap_ms"].as_f64().unwrap_or(0.0);
-        ok_if(r["outcome"] == "safe" && rs(r)["accepted_writes"].as_u64() > Some(5) && gap > 900.0 && no_warnings(r), format!("expected safe with a ~1 s gap: gap {gap} ms, {} {}", rs(r), r["warnings"]))
-    }},
-    Case { scenario: "postgres-failover", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "safe" && rs(r)["accepted_writes"].as_u64() > Some(5) && rs(r)["acknowledged_missing"] == 0 && no_warnings(r), format!("expected a clean failover: {} {}", rs(r), r["warnings"]))
-    }},
-    Case { scenario: "postgres-session-external-resource-kill", secs: 12, disturb: Disturb::Nothing, exit: 0, check: |r| {
-        ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0) && no_warnings(r), format!("expected lost updates: {} {}", rs(r), r["warnings"]))
-    }},
-    Case { scenario: "redis-single-baseline", secs: 15, disturb: Disturb::KillWorker("client-2", 2), exit: 0, check: |r| {
-        let w = &r["workers"][1];
-        ok_if(w["name"] == "client-2" && w["status"] == "died" && w["exit_code"] == 137, format!("client-2 should be reported dead: {}", r["workers"]))
-    }},
-    Case { scenario: "redis-single-pause", secs: 20, disturb: Disturb::Interrupt(6), exit: 2, check: |r| {
-        ok_if(r["interrupted"] == true && r["outcome"] != "safe", format!("expected an interrupted run: {} {}", r["interrupted"], r["outcome"]))
-    }},
+    Case {
+        scenario: "redis-single-baseline",
+        secs: 6,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "safe" && rs(r)["lost_updates"] == 0 && rs(r)["accepted_writes"].as_u64() > Some(5),
+                format!("expected safe with writes: {}", rs(r)),
+            )
+        },
+    },
+    Case {
+        scenario: "redis-single-pause",
+        secs: 12,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
+        },
+    },
+    Case {
+        scenario: "redlock-baseline",
+        secs: 6,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(r["outcome"] == "safe" && rs(r)["accepted_writes"].as_u64() > Some(5), format!("expected safe with writes: {}", rs(r)))
+        },
+    },
+    Case {
+        scenario: "redlock-pause",
+        secs: 12,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
+        },
+    },
+    Case {
+        scenario: "redlock-clock-jump",
+        secs: 12,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
+        },
+    },
+    Case {
+        scenario: "postgres-session-pooler",
+        secs: 10,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
+        },
+    },
+    Case {
+        scenario: "etcd-pause-fenced",
+        secs: 12,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0),
+                format!("expected stale writes rejected: {}", rs(r)),
+            )
+        },
+    },
+    Case {
+        scenario: "redis-sentinel-failover",
+        secs: 12,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
+        },
+    },
+    Case {
+        scenario: "redis-single-restart-no-persistence",
+        secs: 10,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
+        },
+    },
+    Case {
+        scenario: "redis-single-partition",
+        secs: 12,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0) && no_warnings(r),
+                format!("expected lost updates after failed renewals: {} {}", rs(r), r["warnings"]),
+            )
+        },
+    },
+    Case {
+        scenario: "etcd-partition-fenced",
+        secs: 14,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0) && no_warnings(r),
+                format!("expected the isolated holder's write rejected: {} {}", rs(r), r["warnings"]),
+            )
+        },
+    },
+    Case {
+        scenario: "etcd-pause-fenced-postgres-table",
+        secs: 12,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "safe" && rs(r)["rejected_writes"].as_u64() > Some(0) && no_warnings(r),
+                format!("expected the table's conditional update to reject the stale write: {} {}", rs(r), r["warnings"]),
+            )
+        },
+    },
+    Case {
+        scenario: "redis-single-clock-strobe",
+        secs: 10,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0) && no_warnings(r),
+                format!("expected the strobed clock to expire the lock early: {} {}", rs(r), r["warnings"]),
+            )
+        },
+    },
+    Case {
+        scenario: "postgres-xact-partition",
+        secs: 10,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            // The cut-off holder keeps the lock until the server's idle timeout (1 s) ends its session.
+            let gap = r["properties"]["availability"]["longest_gap_ms"].as_f64().unwrap_or(0.0);
+            ok_if(
+                r["outcome"] == "safe" && rs(r)["accepted_writes"].as_u64() > Some(5) && gap > 900.0 && no_warnings(r),
+                format!("expected safe with a ~1 s gap: gap {gap} ms, {} {}", rs(r), r["warnings"]),
+            )
+        },
+    },
+    Case {
+        scenario: "postgres-failover",
+        secs: 10,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "safe"
+                    && rs(r)["accepted_writes"].as_u64() > Some(5)
+                    && rs(r)["acknowledged_missing"] == 0
+                    && no_warnings(r),
+                format!("expected a clean failover: {} {}", rs(r), r["warnings"]),
+            )
+        },
+    },
+    Case {
+        scenario: "postgres-session-external-resource-kill",
+        secs: 12,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0) && no_warnings(r),
+                format!("expected lost updates: {} {}", rs(r), r["warnings"]),
+            )
+        },
+    },
+    Case {
+        scenario: "redis-single-baseline",
+        secs: 15,
+        disturb: Disturb::KillWorker("client-2", 2),
+        exit: 0,
+        check: |r| {
+            let w = &r["workers"][1];
+            ok_if(
+                w["name"] == "client-2" && w["status"] == "died" && w["exit_code"] == 137,
+                format!("client-2 should be reported dead: {}", r["workers"]),
+            )
+        },
+    },
+    Case {
+        scenario: "redis-single-pause",
+        secs: 20,
+        disturb: Disturb::Interrupt(6),
+        exit: 2,
+        check: |r| {
+            ok_if(
+                r["interrupted"] == true && r["outcome"] != "safe",
+                format!("expected an interrupted run: {} {}", r["interrupted"], r["outcome"]),
+            )
+        },
+    },
 ];
 
 fn run_case(case: &Case, root: &Path, store: PathBuf) -> Result<String, String> {
@@ -136,8 +280,8 @@ fn run_case(case: &Case, root: &Path, store: PathBuf) -> Result<String, String> 
     }
     let out = child.wait_with_output().unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let results = std::fs::read_to_string(store.join("latest/results.json"))
-        .map_err(|e| format!("{name}: no results.json ({e}); output: {text}"))?;
+    let results =
+        std::fs::read_to_string(store.join("latest/results.json")).map_err(|e| format!("{name}: no results.json ({e}); output: {text}"))?;
     let r: Value = serde_json::from_str(&results).unwrap();
     let mut problems = vec![];
     if out.status.code() != Some(case.exit) {
@@ -286,7 +430,11 @@ fn the_matrix_measures_its_cells_and_writes_junit() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     let m: Value = serde_json::from_str(&std::fs::read_to_string(store.path().join("matrix.json")).unwrap()).unwrap();
     let cell = &m["cells"][0];
-    assert_eq!((cell["row"].as_str(), cell["column"].as_str(), cell["runs"].as_u64()), (Some("redis-single"), Some("baseline"), Some(2)), "{m}");
+    assert_eq!(
+        (cell["row"].as_str(), cell["column"].as_str(), cell["runs"].as_u64()),
+        (Some("redis-single"), Some("baseline"), Some(2)),
+        "{m}"
+    );
     assert!(cell["matches_expectation"] == true && cell["acknowledged_updates"].as_u64() > Some(0), "{m}");
     for report in cell["reports"].as_array().unwrap() {
         assert!(store.path().join(report.as_str().unwrap()).exists(), "matrix links a missing report {report}");

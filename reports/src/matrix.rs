@@ -105,10 +105,7 @@ fn cell(row: String, column: String, runs: &[&MatrixRun<'_>]) -> Cell {
         acquire_granted: granted,
         acquire_success_rate: (attempts > 0).then(|| granted as f64 / attempts as f64),
         acquire_p50_ms: (!p50s.is_empty()).then(|| p50s[(p50s.len() - 1) / 2]),
-        acquire_p99_ms: runs
-            .iter()
-            .filter_map(|r| r.results.properties.availability.latency_ms.map(|l| l.p99))
-            .max_by(f64::total_cmp),
+        acquire_p99_ms: runs.iter().filter_map(|r| r.results.properties.availability.latency_ms.map(|l| l.p99)).max_by(f64::total_cmp),
         reports: runs.iter().map(|r| r.report.clone()).collect(),
     }
 }

@@ -76,11 +76,7 @@ fn header(r: &RunResults) -> String {
     } else {
         ("bad", "NOT as expected")
     };
-    let interrupted = if r.interrupted {
-        "<span class=\"bad\">yes: stopped before its time limit</span>"
-    } else {
-        "no"
-    };
+    let interrupted = if r.interrupted { "<span class=\"bad\">yes: stopped before its time limit</span>" } else { "no" };
     let facts = [
         ("run", esc(&r.run_id)),
         ("seed", r.seed.to_string()),
@@ -183,7 +179,16 @@ fn linearizability_details(l: &checker::linearizability::Linearizability) -> Str
     for f in &l.failures {
         let prefix = f.longest_prefix.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(" ");
         let stuck = f.unplaceable.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ");
-        items.push(("partition", format!("{}: linearizable up to {} operation(s) [{prefix}]; none of {stuck} can come next (state {})", f.partition, f.longest_prefix.len(), f.state), true));
+        items.push((
+            "partition",
+            format!(
+                "{}: linearizable up to {} operation(s) [{prefix}]; none of {stuck} can come next (state {})",
+                f.partition,
+                f.longest_prefix.len(),
+                f.state
+            ),
+            true,
+        ));
     }
     for p in &l.timed_out_partitions {
         items.push(("undecided in time", p.clone(), false));
@@ -199,11 +204,7 @@ fn holder_overlap_details(o: &checker::holder_overlap::HolderOverlap) -> String 
             ("overlapping holds (within validity)", o.overlaps.to_string(), o.overlaps > 0),
             ("total overlap", format!("{:.0} ms", o.total_overlap_ms), false),
             ("longest overlap", format!("{:.0} ms", o.longest_overlap_ms), false),
-            (
-                "ignoring validity (until release)",
-                format!("{} overlaps, {:.0} ms", ignoring.overlaps, ignoring.total_overlap_ms),
-                false,
-            ),
+            ("ignoring validity (until release)", format!("{} overlaps, {:.0} ms", ignoring.overlaps, ignoring.total_overlap_ms), false),
         ],
         &o.notes,
     )
@@ -212,16 +213,8 @@ fn holder_overlap_details(o: &checker::holder_overlap::HolderOverlap) -> String 
 fn resource_safety_details(rs: &checker::ResourceSafety) -> String {
     // Violation counts are red only when non-zero, so a clean run reads calmly.
     let flag = |n: u64| if n > 0 { " class=\"bad\"" } else { "" };
-    let finals: Vec<String> = rs
-        .final_values
-        .iter()
-        .map(|(k, v)| format!("{} = {v}", esc(k)))
-        .collect();
-    let finals = if finals.is_empty() {
-        "none".to_string()
-    } else {
-        finals.join(", ")
-    };
+    let finals: Vec<String> = rs.final_values.iter().map(|(k, v)| format!("{} = {v}", esc(k))).collect();
+    let finals = if finals.is_empty() { "none".to_string() } else { finals.join(", ") };
     let mut out = format!(
         "<ul class=\"counts\">\
          <li>accepted writes: {}</li>\
@@ -273,23 +266,21 @@ fn timeline_section(r: &RunResults, history: &[Event]) -> String {
     } else {
         let model = timeline::Timeline::from_history(history, r.workers.iter().map(|w| w.process));
         let plots = plots::render(history, &model.faults);
-        format!("{}<h3>Acquire latency and throughput</h3>\n<p class=\"note\">Shaded: fault periods.</p>\n<div class=\"plots\">{plots}</div>\n", timeline_svg::render(&model))
+        format!(
+            "{}<h3>Acquire latency and throughput</h3>\n<p class=\"note\">Shaded: fault periods.</p>\n<div class=\"plots\">{plots}</div>\n",
+            timeline_svg::render(&model)
+        )
     };
     format!("<section id=\"timeline\">\n<h2>Timeline</h2>\n{body}</section>\n")
 }
 
 fn workers(r: &RunResults) -> String {
     if r.workers.is_empty() {
-        return "<section id=\"workers\">\n<h2>Workers</h2>\n<p>No workers recorded.</p>\n</section>\n"
-            .to_string();
+        return "<section id=\"workers\">\n<h2>Workers</h2>\n<p>No workers recorded.</p>\n</section>\n".to_string();
     }
     let mut rows = String::new();
     for w in &r.workers {
-        let class = if w.status == "finished" {
-            ""
-        } else {
-            " class=\"bad\""
-        };
+        let class = if w.status == "finished" { "" } else { " class=\"bad\"" };
         let opt = |v: Option<String>| v.unwrap_or_else(|| "&ndash;".to_string());
         rows.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td><td>{}</td></tr>\n",
@@ -310,11 +301,7 @@ fn warnings(r: &RunResults) -> String {
     let body = if r.warnings.is_empty() {
         "<p>None.</p>\n".to_string()
     } else {
-        let items: String = r
-            .warnings
-            .iter()
-            .map(|w| format!("<li>{}</li>\n", esc(w)))
-            .collect();
+        let items: String = r.warnings.iter().map(|w| format!("<li>{}</li>\n", esc(w))).collect();
         format!("<ul class=\"warnings\">\n{items}</ul>\n")
     };
     format!("<section id=\"warnings\">\n<h2>Warnings</h2>\n{body}</section>\n")
@@ -322,8 +309,6 @@ fn warnings(r: &RunResults) -> String {
 
 /// Relative links: the report sits in the run folder next to these files.
 fn footer() -> String {
-    let links = ["history.jsonl", "results.json", "scenario.toml", "logs/"]
-        .map(|f| format!("<a href=\"{f}\">{f}</a>"))
-        .join(" &middot; ");
+    let links = ["history.jsonl", "results.json", "scenario.toml", "logs/"].map(|f| format!("<a href=\"{f}\">{f}</a>")).join(" &middot; ");
     format!("<footer>Run files: {links}</footer>\n")
 }

@@ -66,7 +66,12 @@ fn cells_aggregate_runs_by_backend_and_failure_and_say_whether_they_match() {
     let runs: Vec<MatrixRun> = results
         .iter()
         .zip(cells)
-        .map(|(r, (row, column))| MatrixRun { results: r, row: row.into(), column: column.into(), report: format!("{}/report.html", r.run_id) })
+        .map(|(r, (row, column))| MatrixRun {
+            results: r,
+            row: row.into(),
+            column: column.into(),
+            report: format!("{}/report.html", r.run_id),
+        })
         .collect();
     let m = Matrix::from_runs(&runs);
     assert_eq!(m.rows, ["etcd", "redis"]);

@@ -22,11 +22,7 @@ impl History {
         self.push(ms, Process::Client(c), kind, f)
     }
     fn resource(&mut self, ms: u64, c: u64, accepted: bool, f: &str, value: i64) {
-        let kind = if accepted {
-            EventType::Ok
-        } else {
-            EventType::Fail
-        };
+        let kind = if accepted { EventType::Ok } else { EventType::Fail };
         let e = self.push(ms, Process::Named("resource".into()), kind, f);
         e.client = Some(c);
         e.value = value.into();
@@ -106,10 +102,7 @@ fn results_for(history: &[Event], expect: &str) -> RunResults {
 }
 
 fn assert_self_contained(page: &str) {
-    assert!(
-        !page.contains("http://") && !page.contains("https://"),
-        "external reference"
-    );
+    assert!(!page.contains("http://") && !page.contains("https://"), "external reference");
     assert!(!page.contains("<script"), "scripts");
     assert!(!page.contains(" src="), "external asset");
 }
@@ -128,10 +121,7 @@ fn lost_update_report_shows_verdict_violation_lanes_and_fault() {
     assert!(page.contains("<li class=\"violation\">"));
     assert!(page.contains("Client 1 read key &ldquo;ledger&rdquo;"));
     assert!(page.contains("a lost update"));
-    assert!(
-        page.contains("<td>2.011</td>"),
-        "time of the stale write in seconds"
-    );
+    assert!(page.contains("<td>2.011</td>"), "time of the stale write in seconds");
     assert!(page.contains("lost updates: 1"));
     // One lane per client, the overlapping holds in red, the pause band with its label.
     assert_eq!(page.matches("<g class=\"lane\"").count(), 2);
@@ -179,12 +169,7 @@ fn untrusted_strings_are_escaped() {
     let stale = history.iter_mut().find(|e| e.time == 2011 * MS).unwrap();
     stale.error = Some("<script>alert(1)</script>".into());
     history.push({
-        let mut e = Event::new(
-            2100 * MS,
-            Process::Named("nemesis".into()),
-            EventType::Info,
-            "<img onerror=x>",
-        );
+        let mut e = Event::new(2100 * MS, Process::Named("nemesis".into()), EventType::Info, "<img onerror=x>");
         e.node = Some("\"><script>".into());
         e.value = "start".into();
         e

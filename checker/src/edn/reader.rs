@@ -30,11 +30,7 @@ impl Edn {
     /// The value under keyword `name` of a map (or of a tagged map, such as a Jepsen record).
     pub fn get(&self, name: &str) -> Option<&Edn> {
         match self {
-            Edn::Map(entries) => entries
-                .iter()
-                .rev()
-                .find(|(k, _)| matches!(k, Edn::Keyword(n) if n == name))
-                .map(|(_, v)| v),
+            Edn::Map(entries) => entries.iter().rev().find(|(k, _)| matches!(k, Edn::Keyword(n) if n == name)).map(|(_, v)| v),
             Edn::Tagged(_, inner) => inner.get(name),
             _ => None,
         }
@@ -78,9 +74,7 @@ impl fmt::Display for Edn {
             Edn::Bool(b) => write!(f, "{b}"),
             Edn::Int(i) => write!(f, "{i}"),
             Edn::Float(x) if x.is_nan() => f.write_str("##NaN"),
-            Edn::Float(x) if x.is_infinite() => {
-                f.write_str(if *x > 0.0 { "##Inf" } else { "##-Inf" })
-            }
+            Edn::Float(x) if x.is_infinite() => f.write_str(if *x > 0.0 { "##Inf" } else { "##-Inf" }),
             Edn::Float(x) => write!(f, "{x:?}"),
             Edn::Str(s) => {
                 f.write_char('"')?;
@@ -175,11 +169,7 @@ impl<'a> Reader<'a> {
     }
 
     fn error_at(&self, pos: usize, message: impl Into<String>, eof: bool) -> ReadError {
-        ReadError {
-            message: message.into(),
-            column: self.text[..pos].chars().count() + 1,
-            eof,
-        }
+        ReadError { message: message.into(), column: self.text[..pos].chars().count() + 1, eof }
     }
 
     fn error(&self, message: impl Into<String>) -> ReadError {
@@ -193,9 +183,7 @@ impl<'a> Reader<'a> {
     fn skip_blank(&mut self) {
         while let Some(c) = self.peek() {
             if c == ';' {
-                self.pos = self.text[self.pos..]
-                    .find('\n')
-                    .map_or(self.text.len(), |i| self.pos + i);
+                self.pos = self.text[self.pos..].find('\n').map_or(self.text.len(), |i| self.pos + i);
             } else if c.is_whitespace() || c == ',' {
                 self.bump();
             } else {
@@ -289,9 +277,7 @@ impl<'a> Reader<'a> {
                     Some('b') => out.push('\u{8}'),
                     Some('f') => out.push('\u{c}'),
                     Some('u') => out.push(self.unicode(at)?),
-                    Some(c) => {
-                        return Err(self.error_at(at, format!("unknown escape `\\{c}`"), false))
-                    }
+                    Some(c) => return Err(self.error_at(at, format!("unknown escape `\\{c}`"), false)),
                 },
                 Some(c) => out.push(c),
             }
@@ -309,8 +295,7 @@ impl<'a> Reader<'a> {
         };
         self.pos += 4;
         let code = u32::from_str_radix(hex, 16).expect("checked hex digits");
-        char::from_u32(code)
-            .ok_or_else(|| self.error_at(at, "\\u escape is not a character", false))
+        char::from_u32(code).ok_or_else(|| self.error_at(at, "\\u escape is not a character", false))
     }
 
     fn character(&mut self, start: usize) -> Result<Edn, ReadError> {
@@ -325,14 +310,10 @@ impl<'a> Reader<'a> {
             ('s', "pace") => Some(' '),
             ('t', "ab") => Some('\t'),
             ('r', "eturn") => Some('\r'),
-            ('u', hex) if hex.len() == 4 => {
-                u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)
-            }
+            ('u', hex) if hex.len() == 4 => u32::from_str_radix(hex, 16).ok().and_then(char::from_u32),
             _ => None,
         };
-        c.map(Edn::Char).ok_or_else(|| {
-            self.error_at(start, format!("unknown character `\\{first}{rest}`"), false)
-        })
+        c.map(Edn::Char).ok_or_else(|| self.error_at(start, format!("unknown character `\\{first}{rest}`"), false))
     }
 
     fn dispatch(&mut self, start: usize, depth: usize) -> Result<Edn, ReadError> {
@@ -353,9 +334,7 @@ impl<'a> Reader<'a> {
                     "Inf" => Ok(Edn::Float(f64::INFINITY)),
                     "-Inf" => Ok(Edn::Float(f64::NEG_INFINITY)),
                     "NaN" => Ok(Edn::Float(f64::NAN)),
-                    t => {
-                        Err(self.error_at(start, format!("unknown symbolic value `##{t}`"), false))
-                    }
+                    t => Err(self.error_at(start, format!("unknown symbolic value `##{t}`"), false)),
                 }
             }
             Some(_) => {
@@ -390,9 +369,5 @@ fn atom(tok: &str) -> Option<Edn> {
     if let Ok(i) = digits.parse::<i128>() {
         return Some(Edn::Int(i));
     }
-    tok.strip_suffix('M')
-        .unwrap_or(tok)
-        .parse::<f64>()
-        .ok()
-        .map(Edn::Float)
+    tok.strip_suffix('M').unwrap_or(tok).parse::<f64>().ok().map(Edn::Float)
 }

@@ -24,13 +24,7 @@ impl Entries {
         let n = times.len();
         let mut order: Vec<usize> = (0..2 * n).collect();
         // Positions in the event slice are distinct, so this order is total.
-        order.sort_by_key(|&e| {
-            if is_call(e) {
-                times[e / 2].0
-            } else {
-                times[e / 2].1
-            }
-        });
+        order.sort_by_key(|&e| if is_call(e) { times[e / 2].0 } else { times[e / 2].1 });
         let head = 2 * n;
         let mut next = vec![NIL; 2 * n + 1];
         let mut prev = vec![NIL; 2 * n + 1];

@@ -45,12 +45,7 @@ pub enum ModelKind {
 }
 
 impl ModelKind {
-    pub const ALL: [ModelKind; 4] = [
-        ModelKind::Mutex,
-        ModelKind::Register,
-        ModelKind::CasRegister,
-        ModelKind::Kv,
-    ];
+    pub const ALL: [ModelKind; 4] = [ModelKind::Mutex, ModelKind::Register, ModelKind::CasRegister, ModelKind::Kv];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -74,9 +69,7 @@ impl FromStr for ModelKind {
         ModelKind::ALL
             .into_iter()
             .find(|k| k.as_str() == s)
-            .ok_or_else(|| {
-                format!("unknown model {s:?}: expected mutex, register, cas-register or kv")
-            })
+            .ok_or_else(|| format!("unknown model {s:?}: expected mutex, register, cas-register or kv"))
     }
 }
 
@@ -94,11 +87,7 @@ pub struct Options {
 
 impl Options {
     pub fn new(timeout: Duration) -> Self {
-        Options {
-            timeout,
-            max_memo_bytes: DEFAULT_MAX_MEMO_BYTES,
-            threads: 0,
-        }
+        Options { timeout, max_memo_bytes: DEFAULT_MAX_MEMO_BYTES, threads: 0 }
     }
 }
 
@@ -136,19 +125,11 @@ pub struct PartitionFailure {
 }
 
 /// Checks `events` (in history order) against a built-in model.
-pub fn check(
-    events: &[Event],
-    model: ModelKind,
-    timeout: Duration,
-) -> Result<Linearizability, String> {
+pub fn check(events: &[Event], model: ModelKind, timeout: Duration) -> Result<Linearizability, String> {
     check_with(events, model, &Options::new(timeout))
 }
 
-pub fn check_with(
-    events: &[Event],
-    model: ModelKind,
-    opts: &Options,
-) -> Result<Linearizability, String> {
+pub fn check_with(events: &[Event], model: ModelKind, opts: &Options) -> Result<Linearizability, String> {
     match model {
         ModelKind::Mutex => check_model(events, &models::Mutex, opts),
         ModelKind::Register => check_model(events, &models::Register, opts),
@@ -158,11 +139,7 @@ pub fn check_with(
 }
 
 /// Checks `events` against any [`Model`].
-pub fn check_model<M: Model>(
-    events: &[Event],
-    model: &M,
-    opts: &Options,
-) -> Result<Linearizability, String> {
+pub fn check_model<M: Model>(events: &[Event], model: &M, opts: &Options) -> Result<Linearizability, String> {
     let deadline = Instant::now() + opts.timeout;
     let paired = pairing::pair(model, events)?;
     let ops = &paired.ops;
@@ -175,10 +152,7 @@ pub fn check_model<M: Model>(
         n => n,
     }
     .clamp(1, parts.len().max(1));
-    let limits = Limits {
-        deadline,
-        max_cache_bytes: opts.max_memo_bytes / threads,
-    };
+    let limits = Limits { deadline, max_cache_bytes: opts.max_memo_bytes / threads };
     let outcomes = run_partitions(model, ops, &parts, &limits, threads);
 
     let mut result = Linearizability {
@@ -212,16 +186,12 @@ pub fn check_model<M: Model>(
         }
     }
     if timeouts > 0 {
-        result.notes.push(format!(
-            "{timeouts} partition(s) undecided within the {:?} timeout",
-            opts.timeout
-        ));
+        result.notes.push(format!("{timeouts} partition(s) undecided within the {:?} timeout", opts.timeout));
     }
     if cache_full > 0 {
-        result.notes.push(format!(
-            "{cache_full} partition(s) stopped at the memo cache limit ({} MiB per thread)",
-            limits.max_cache_bytes >> 20
-        ));
+        result
+            .notes
+            .push(format!("{cache_full} partition(s) stopped at the memo cache limit ({} MiB per thread)", limits.max_cache_bytes >> 20));
     }
     result.verdict = if !result.failures.is_empty() {
         Verdict::Invalid
@@ -229,9 +199,7 @@ pub fn check_model<M: Model>(
         Verdict::Unknown
     } else if ops.is_empty() {
         // Nothing was tested: no evidence either way.
-        result
-            .notes
-            .push(format!("no {} operations in the history", model.name()));
+        result.notes.push(format!("no {} operations in the history", model.name()));
         Verdict::Unknown
     } else {
         Verdict::Valid
@@ -249,8 +217,7 @@ fn run_partitions<M: Model>(
     threads: usize,
 ) -> Vec<Outcome> {
     let run = |p: usize| {
-        let part_ops: Vec<&HistoryOp<M::Input, M::Output>> =
-            parts[p].ops.iter().map(|&i| &ops[i]).collect();
+        let part_ops: Vec<&HistoryOp<M::Input, M::Output>> = parts[p].ops.iter().map(|&i| &ops[i]).collect();
         search::search(model, &part_ops, limits)
     };
     if threads <= 1 {
@@ -274,16 +241,11 @@ fn run_partitions<M: Model>(
             })
             .collect();
         for worker in workers {
-            let done = worker
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            let done = worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             for (p, outcome) in done {
                 outcomes[p] = Some(outcome);
             }
         }
     });
-    outcomes
-        .into_iter()
-        .map(|o| o.expect("every partition was searched"))
-        .collect()
+    outcomes.into_iter().map(|o| o.expect("every partition was searched")).collect()
 }

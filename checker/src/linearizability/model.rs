@@ -64,12 +64,7 @@ pub trait Model: Sync {
     /// `output` is `None` for an indeterminate operation: return the state as if it succeeded,
     /// or `None` if it could not have succeeded here. "Took effect but failed" needs no case
     /// of its own: it changes nothing, and the search already covers "not taken effect".
-    fn step(
-        &self,
-        state: &Self::State,
-        input: &Self::Input,
-        output: Option<&Self::Output>,
-    ) -> Option<Self::State>;
+    fn step(&self, state: &Self::State, input: &Self::Input, output: Option<&Self::Output>) -> Option<Self::State>;
 
     /// True if `input` never changes the state (`step` returns `None` or the same state,
     /// whatever the state): a read. The search then places such an operation as soon as the
@@ -90,20 +85,13 @@ pub trait Model: Sync {
     /// Failed operations are also passed here, with `completion: None`, so their input is
     /// validated, and then dropped: `fail` means the operation did not happen.
     #[allow(clippy::type_complexity)]
-    fn operation(
-        &self,
-        invoke: &Event,
-        completion: Option<&Event>,
-    ) -> Result<Option<Op<Self::Input, Self::Output>>, String>;
+    fn operation(&self, invoke: &Event, completion: Option<&Event>) -> Result<Option<Op<Self::Input, Self::Output>>, String>;
 
     /// Splits operations into independent partitions (P-compositionality). Only valid when
     /// the history is linearizable iff every partition is: e.g. per key, when the model's
     /// objects are independent. Default: one partition.
     fn partition(&self, ops: &[HistoryOp<Self::Input, Self::Output>]) -> Vec<Partition> {
-        vec![Partition {
-            label: "all".to_string(),
-            ops: (0..ops.len()).collect(),
-        }]
+        vec![Partition { label: "all".to_string(), ops: (0..ops.len()).collect() }]
     }
 }
 
@@ -116,11 +104,5 @@ pub fn partition_by_key<I, O>(ops: &[HistoryOp<I, O>]) -> Vec<Partition> {
     for (i, op) in ops.iter().enumerate() {
         by_key.entry(op.op.key.as_deref()).or_default().push(i);
     }
-    by_key
-        .into_iter()
-        .map(|(key, ops)| Partition {
-            label: key.unwrap_or(NO_KEY).to_string(),
-            ops,
-        })
-        .collect()
+    by_key.into_iter().map(|(key, ops)| Partition { label: key.unwrap_or(NO_KEY).to_string(), ops }).collect()
 }

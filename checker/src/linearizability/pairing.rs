@@ -18,16 +18,9 @@ pub(crate) struct Paired<I, O> {
 }
 
 /// Reads every client operation with `model`. `Err` names the event that could not be read.
-pub(crate) fn pair<M: Model>(
-    model: &M,
-    events: &[Event],
-) -> Result<Paired<M::Input, M::Output>, String> {
+pub(crate) fn pair<M: Model>(model: &M, events: &[Event]) -> Result<Paired<M::Input, M::Output>, String> {
     let mut open: HashMap<u64, usize> = HashMap::new();
-    let mut out = Paired {
-        ops: Vec::new(),
-        indeterminate: 0,
-        notes: Vec::new(),
-    };
+    let mut out = Paired { ops: Vec::new(), indeterminate: 0, notes: Vec::new() };
     let mut omitted_notes = 0usize;
     let mut note = |notes: &mut Vec<String>, text: String| {
         if notes.len() < MAX_NOTES {
@@ -62,11 +55,7 @@ pub(crate) fn pair<M: Model>(
             // the object.
             note(
                 &mut out.notes,
-                format!(
-                    "event {}: {} completion of process {process} with no open invoke; ignored",
-                    event.index,
-                    type_name(event.kind)
-                ),
+                format!("event {}: {} completion of process {process} with no open invoke; ignored", event.index, type_name(event.kind)),
             );
             continue;
         };
@@ -86,8 +75,7 @@ pub(crate) fn pair<M: Model>(
     }
     out.ops.sort_by_key(|op| op.call);
     if omitted_notes > 0 {
-        out.notes
-            .push(format!("{omitted_notes} more notes omitted"));
+        out.notes.push(format!("{omitted_notes} more notes omitted"));
     }
     Ok(out)
 }
@@ -108,9 +96,7 @@ impl<I, O> Paired<I, O> {
             Some(EventType::Ok) => (done.map(|d| &events[d]), done),
             _ => (None, None),
         };
-        let op = model
-            .operation(invoke, completion)
-            .map_err(|e| format!("event {}: {e}", invoke.index))?;
+        let op = model.operation(invoke, completion).map_err(|e| format!("event {}: {e}", invoke.index))?;
         // fail: the operation did not happen; it was read only to validate it.
         let (Some(op), false) = (op, kind == Some(EventType::Fail)) else {
             return Ok(());
@@ -119,13 +105,7 @@ impl<I, O> Paired<I, O> {
         if ret.is_none() {
             self.indeterminate += 1;
         }
-        self.ops.push(HistoryOp {
-            index: invoke.index,
-            process,
-            call,
-            ret,
-            op,
-        });
+        self.ops.push(HistoryOp { index: invoke.index, process, call, ret, op });
         Ok(())
     }
 }

@@ -103,30 +103,12 @@ enum Try {
 }
 
 /// Searches for a linearization of `ops` (one partition, in history order) from `init()`.
-pub(crate) fn search<M: Model>(
-    model: &M,
-    ops: &[&HistoryOp<M::Input, M::Output>],
-    limits: &Limits,
-) -> Outcome {
+pub(crate) fn search<M: Model>(model: &M, ops: &[&HistoryOp<M::Input, M::Output>], limits: &Limits) -> Outcome {
     let (det, info): (Vec<usize>, Vec<usize>) = (0..ops.len()).partition(|&o| ops[o].ret.is_some());
-    let times: Vec<(usize, usize)> = det
-        .iter()
-        .map(|&o| (ops[o].call, ops[o].ret.unwrap_or(NIL)))
-        .collect();
-    let twin = info
-        .iter()
-        .enumerate()
-        .map(|(i, &o)| {
-            (0..i)
-                .rev()
-                .find(|&j| ops[info[j]].op.input == ops[o].op.input)
-        })
-        .collect();
+    let times: Vec<(usize, usize)> = det.iter().map(|&o| (ops[o].call, ops[o].ret.unwrap_or(NIL))).collect();
+    let twin = info.iter().enumerate().map(|(i, &o)| (0..i).rev().find(|&j| ops[info[j]].op.input == ops[o].op.input)).collect();
     let (det_set, info_set) = (Bitset::new(det.len()), Bitset::new(info.len()));
-    let item_bytes = std::mem::size_of::<((Bitset, M::State), Vec<Bitset>)>()
-        + det_set.heap_bytes()
-        + 2 * info_set.heap_bytes()
-        + 48;
+    let item_bytes = std::mem::size_of::<((Bitset, M::State), Vec<Bitset>)>() + det_set.heap_bytes() + 2 * info_set.heap_bytes() + 48;
     let mut search = Search {
         model,
         ops,
@@ -217,9 +199,7 @@ impl<M: Model> Search<'_, M> {
                 (Try::Rejected, next) => next,
                 (Try::DeadEnd, _) => match self.backtrack() {
                     Some(resume) => resume,
-                    None => {
-                        return Outcome::NotLinearizable(self.deepest.take().expect("a dead end"))
-                    }
+                    None => return Outcome::NotLinearizable(self.deepest.take().expect("a dead end")),
                 },
                 (Try::Full, _) => return Outcome::GaveUp(GiveUp::CacheFull),
             };
@@ -229,10 +209,7 @@ impl<M: Model> Search<'_, M> {
     /// Tries to linearize `placed` next; `resume` is where to go on after undoing it.
     fn place(&mut self, placed: Placed, resume: Cursor) -> Try {
         let (o, forced) = match placed {
-            Placed::Det(d) => (
-                self.det[d],
-                self.model.read_only(&self.ops[self.det[d]].op.input),
-            ),
+            Placed::Det(d) => (self.det[d], self.model.read_only(&self.ops[self.det[d]].op.input)),
             Placed::Info(i) => (self.info[i], false),
         };
         let op = &self.ops[o].op;
@@ -259,12 +236,7 @@ impl<M: Model> Search<'_, M> {
             return Try::Full;
         }
         let before = std::mem::replace(&mut self.state, next);
-        self.calls.push(Choice {
-            placed,
-            before,
-            forced,
-            resume,
-        });
+        self.calls.push(Choice { placed, before, forced, resume });
         if let Placed::Det(d) = placed {
             self.entries.lift(d);
             self.depth += 1;
@@ -309,12 +281,7 @@ impl<M: Model> Search<'_, M> {
             };
             self.deepest = Some(Failure {
                 prefix: self.calls.iter().map(|c| op(c.placed)).collect(),
-                unplaceable: self
-                    .entries
-                    .calls_before(frontier)
-                    .into_iter()
-                    .map(|d| self.det[d])
-                    .collect(),
+                unplaceable: self.entries.calls_before(frontier).into_iter().map(|d| self.det[d]).collect(),
                 state: format!("{:?}", self.state),
             });
         }

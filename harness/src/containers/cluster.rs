@@ -4,8 +4,8 @@ use super::RUN_LABEL;
 use anyhow::{bail, Context};
 use bollard::exec::{StartExecOptions, StartExecResults};
 use bollard::models::{
-    ContainerCreateBody, EndpointIpamConfig, EndpointSettings, ExecConfig, HostConfig, Ipam, IpamConfig,
-    NetworkCreateRequest, NetworkingConfig,
+    ContainerCreateBody, EndpointIpamConfig, EndpointSettings, ExecConfig, HostConfig, Ipam, IpamConfig, NetworkCreateRequest,
+    NetworkingConfig,
 };
 use bollard::query_parameters::{CreateContainerOptions, KillContainerOptions, LogsOptions};
 use bollard::Docker;
@@ -92,16 +92,7 @@ impl Cluster {
                 ..Default::default()
             };
             match docker.create_network(req).await {
-                Ok(_) => {
-                    return Ok(Cluster {
-                        docker,
-                        run_id: run_id.into(),
-                        network,
-                        prefix,
-                        members: vec![],
-                        image: image.into(),
-                    })
-                }
+                Ok(_) => return Ok(Cluster { docker, run_id: run_id.into(), network, prefix, members: vec![], image: image.into() }),
                 Err(e) if e.to_string().contains("overlap") => last_err = Some(e),
                 Err(e) => return Err(e).context("cannot create the run's Docker network"),
             }
@@ -143,11 +134,8 @@ impl Cluster {
             ("lockchaos.name".to_string(), spec.name.clone()),
             (super::CONTROLLER_LABEL.to_string(), super::controller_id()),
         ]);
-        let binds = spec
-            .binds
-            .iter()
-            .map(|(host, inside, ro)| format!("{}:{inside}{}", host.display(), if *ro { ":ro" } else { "" }))
-            .collect();
+        let binds =
+            spec.binds.iter().map(|(host, inside, ro)| format!("{}:{inside}{}", host.display(), if *ro { ":ro" } else { "" })).collect();
         let body = ContainerCreateBody {
             image: Some(self.image.clone()),
             hostname: Some(spec.name.clone()),

@@ -37,9 +37,8 @@ async fn remove_matching(docker: &Docker, run_id: Option<&str>, include_live: bo
     let filters = HashMap::from([("label".to_string(), vec![filter])]);
     let mut removed = Removed::default();
     let mut errors = vec![];
-    let containers = docker
-        .list_containers(Some(ListContainersOptions { all: true, filters: Some(filters.clone()), ..Default::default() }))
-        .await?;
+    let containers =
+        docker.list_containers(Some(ListContainersOptions { all: true, filters: Some(filters.clone()), ..Default::default() })).await?;
     for c in containers {
         if live(c.labels.as_ref()) {
             removed.skipped_live += 1;

@@ -14,11 +14,7 @@ const PID_FILE: &str = "/tmp/lockchaos-strobe.pid";
 pub fn strobe_script(offset_ms: i64, period_ms: u64) -> String {
     let secs = format!("{}.{:03}", period_ms / 1000, period_ms % 1000);
     let set = |text: &str| format!("echo {text} > {OFFSET_FILE}.strobe && mv {OFFSET_FILE}.strobe {OFFSET_FILE}");
-    format!(
-        "echo $$ > {PID_FILE}; while :; do {}; sleep {secs}; {}; sleep {secs}; done",
-        set(&offset_text(offset_ms)),
-        set("+0")
-    )
+    format!("echo $$ > {PID_FILE}; while :; do {}; sleep {secs}; {}; sleep {secs}; done", set(&offset_text(offset_ms)), set("+0"))
 }
 
 pub struct ClockStrobe;

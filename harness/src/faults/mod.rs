@@ -59,11 +59,9 @@ impl Injection {
                 None => Some(format!("from {}", self.from.join(", "))),
             },
             FaultKind::ClockJump => p.offset_ms.map(clock_jump::offset_text),
-            FaultKind::ClockStrobe => Some(format!(
-                "{} every {} ms",
-                clock_jump::offset_text(p.offset_ms.unwrap_or(0)),
-                p.period_ms.unwrap_or(0)
-            )),
+            FaultKind::ClockStrobe => {
+                Some(format!("{} every {} ms", clock_jump::offset_text(p.offset_ms.unwrap_or(0)), p.period_ms.unwrap_or(0)))
+            }
             FaultKind::Latency => p.delay_ms.map(|d| format!("+{d} ms")),
             _ => None,
         }

@@ -19,11 +19,8 @@ impl Fault for Pause {
 
     async fn heal(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
         let target = inj.target.as_str();
-        let result = if ctx.is_node(target)? {
-            ctx.signal_server(target, "CONT").await
-        } else {
-            ctx.cluster.signal(target, "SIGCONT").await
-        };
+        let result =
+            if ctx.is_node(target)? { ctx.signal_server(target, "CONT").await } else { ctx.cluster.signal(target, "SIGCONT").await };
         match result {
             // A container that has exited has nothing left to resume.
             Err(e) if format!("{e:#}").contains("is not running") => Ok(()),

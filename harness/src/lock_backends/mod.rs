@@ -21,17 +21,29 @@ use std::time::Duration;
 #[derive(Serialize, Deserialize, Clone, Debug)]
 #[serde(tag = "backend", rename_all = "kebab-case")]
 pub enum ClientConfig {
-    RedisSingle { addr: String },
-    Redlock { addrs: Vec<String> },
+    RedisSingle {
+        addr: String,
+    },
+    Redlock {
+        addrs: Vec<String>,
+    },
     /// The Sentinels, `IP:26379`.
-    RedisSentinel { sentinels: Vec<String> },
+    RedisSentinel {
+        sentinels: Vec<String>,
+    },
     /// The members' client endpoints, `IP:2379`.
-    Etcd { endpoints: Vec<String> },
+    Etcd {
+        endpoints: Vec<String>,
+    },
     /// Session-level advisory locks at `IP:PORT` (the server, or PgBouncer in front of it).
-    PostgresSession { addr: String },
+    PostgresSession {
+        addr: String,
+    },
     /// Transaction-level advisory lock, the counter written in the same transaction; `addr`
     /// may list several `IP:PORT`, comma-separated: the client uses the one accepting writes.
-    PostgresXact { addr: String },
+    PostgresXact {
+        addr: String,
+    },
 }
 
 /// A lock as the client believes it holds it.
@@ -160,10 +172,8 @@ pub trait BackendSetup: Send + Sync {
 /// The scenario's backend: with clock faults its servers run under libfaketime (so the faults
 /// can move their clocks), with `server.persistence` Redis keeps an AOF.
 pub fn setup_for(s: &Scenario) -> Box<dyn BackendSetup> {
-    let redis = redis_server::ServerOptions {
-        faketime: s.nemesis.has_clock_faults(),
-        appendonly: s.server.persistence == Persistence::Appendonly,
-    };
+    let redis =
+        redis_server::ServerOptions { faketime: s.nemesis.has_clock_faults(), appendonly: s.server.persistence == Persistence::Appendonly };
     match s.backend {
         BackendKind::RedisSingle => Box::new(redis_server::IndependentServers { nodes: 1, options: redis }),
         BackendKind::Redlock => Box::new(redis_server::IndependentServers { nodes: redlock::NODES, options: redis }),
@@ -176,25 +186,13 @@ pub fn setup_for(s: &Scenario) -> Box<dyn BackendSetup> {
     }
 }
 
-pub async fn connect_client(
-    config: &ClientConfig,
-    lock: &LockParams,
-    op_timeout: Duration,
-) -> anyhow::Result<Box<dyn LockClient>> {
+pub async fn connect_client(config: &ClientConfig, lock: &LockParams, op_timeout: Duration) -> anyhow::Result<Box<dyn LockClient>> {
     match config {
-        ClientConfig::RedisSingle { addr } => {
-            Ok(Box::new(redis_single::Client::connect(addr, lock.clone(), op_timeout).await?))
-        }
+        ClientConfig::RedisSingle { addr } => Ok(Box::new(redis_single::Client::connect(addr, lock.clone(), op_timeout).await?)),
         ClientConfig::Redlock { addrs } => Ok(Box::new(redlock::Client::new(addrs, lock.clone()))),
-        ClientConfig::RedisSentinel { sentinels } => {
-            Ok(Box::new(redis_sentinel::Client::new(sentinels, lock.clone(), op_timeout)))
-        }
+        ClientConfig::RedisSentinel { sentinels } => Ok(Box::new(redis_sentinel::Client::new(sentinels, lock.clone(), op_timeout))),
         ClientConfig::Etcd { endpoints } => Ok(Box::new(etcd::Client::new(endpoints, lock.clone(), op_timeout))),
-        ClientConfig::PostgresSession { addr } => {
-            Ok(Box::new(postgres::session::Client::connect(addr, lock.clone(), op_timeout).await?))
-        }
-        ClientConfig::PostgresXact { addr } => {
-            Ok(Box::new(postgres::xact::Client::connect(addr, lock.clone(), op_timeout).await?))
-        }
+        ClientConfig::PostgresSession { addr } => Ok(Box::new(postgres::session::Client::connect(addr, lock.clone(), op_timeout).await?)),
+        ClientConfig::PostgresXact { addr } => Ok(Box::new(postgres::xact::Client::connect(addr, lock.clone(), op_timeout).await?)),
     }
 }

@@ -55,8 +55,19 @@ pub async fn start(cluster: &Cluster, node: &str, options: ServerOptions) -> any
     }
     cmd.extend(
         [
-            "redis-server", "--bind", "0.0.0.0", "--port", &port, "--protected-mode", "no",
-            "--save", "", "--daemonize", "yes", "--logfile", &log,
+            "redis-server",
+            "--bind",
+            "0.0.0.0",
+            "--port",
+            &port,
+            "--protected-mode",
+            "no",
+            "--save",
+            "",
+            "--daemonize",
+            "yes",
+            "--logfile",
+            &log,
         ]
         .map(String::from),
     );
@@ -85,16 +96,12 @@ pub async fn start(cluster: &Cluster, node: &str, options: ServerOptions) -> any
 pub async fn connect(addr: &str, timeout: Duration) -> anyhow::Result<MultiplexedConnection> {
     let client = redis::Client::open(format!("redis://{addr}/"))?;
     let config = AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(Some(timeout));
-    client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .with_context(|| format!("cannot connect to redis at {addr}"))
+    client.get_multiplexed_async_connection_with_config(&config).await.with_context(|| format!("cannot connect to redis at {addr}"))
 }
 
 /// `SET key secret NX PX ttl`: Ok(true) when set, Ok(false) when the key exists.
 pub async fn set_nx_px(conn: &mut MultiplexedConnection, key: &str, secret: &str, ttl_ms: u64) -> redis::RedisResult<bool> {
-    let reply: Option<String> =
-        redis::cmd("SET").arg(key).arg(secret).arg("NX").arg("PX").arg(ttl_ms).query_async(conn).await?;
+    let reply: Option<String> = redis::cmd("SET").arg(key).arg(secret).arg("NX").arg("PX").arg(ttl_ms).query_async(conn).await?;
     Ok(reply.is_some())
 }
 

@@ -42,7 +42,6 @@ impl ResourceClient {
             }
         }
     }
-
 }
 
 #[async_trait::async_trait]

@@ -67,16 +67,7 @@ impl Ledger {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn record(
-    time: u64,
-    kind: EventType,
-    f: &str,
-    key: &str,
-    client: u64,
-    token: Option<u64>,
-    value: i64,
-    error: Option<String>,
-) -> Event {
+fn record(time: u64, kind: EventType, f: &str, key: &str, client: u64, token: Option<u64>, value: i64, error: Option<String>) -> Event {
     let mut ev = Event::new(time, Process::Named(Process::RESOURCE.into()), kind, f);
     ev.key = Some(key.to_string());
     ev.client = Some(client);
@@ -108,11 +99,29 @@ mod tests {
             ("unfenced accepts no token", Unfenced, vec![write(1, None, 7)], vec![true], 7),
             ("fenced rejects a lower token", Fenced, vec![write(1, Some(5), 1), write(2, Some(3), 2)], vec![true, false], 1),
             ("fenced accepts an equal token", Fenced, vec![write(1, Some(5), 1), write(1, Some(5), 2)], vec![true, true], 2),
-            ("fenced accepts a higher token", Fenced, vec![write(1, Some(5), 1), write(2, Some(9), 2), write(1, Some(5), 3)], vec![true, true, false], 2),
+            (
+                "fenced accepts a higher token",
+                Fenced,
+                vec![write(1, Some(5), 1), write(2, Some(9), 2), write(1, Some(5), 3)],
+                vec![true, true, false],
+                2,
+            ),
             ("fenced rejects no token", Fenced, vec![write(1, None, 1)], vec![false], 0),
-            ("fenced: a newer holder's read fences out the older holder's write", Fenced, vec![write(1, Some(5), 1), read_with(2, 9), write(1, Some(5), 2)], vec![true, true, false], 1),
+            (
+                "fenced: a newer holder's read fences out the older holder's write",
+                Fenced,
+                vec![write(1, Some(5), 1), read_with(2, 9), write(1, Some(5), 2)],
+                vec![true, true, false],
+                1,
+            ),
             ("fenced rejects a stale read", Fenced, vec![write(2, Some(9), 1), read_with(1, 5)], vec![true, false], 1),
-            ("fenced keys are independent", Fenced, vec![write(1, Some(9), 1), Request::Write { key: "other".into(), client: 2, token: Some(1), value: 1 }], vec![true, true], 1),
+            (
+                "fenced keys are independent",
+                Fenced,
+                vec![write(1, Some(9), 1), Request::Write { key: "other".into(), client: 2, token: Some(1), value: 1 }],
+                vec![true, true],
+                1,
+            ),
         ];
         for (what, mode, reqs, oks, final_value) in cases {
             let mut ledger = Ledger::new(*mode);

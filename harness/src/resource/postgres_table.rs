@@ -181,7 +181,9 @@ mod tests {
 
     #[test]
     fn log_rows_become_resource_records() {
-        let ev = parse_log_row(r#"{"time" : 5, "client" : 2, "key" : "ledger", "f" : "write", "token" : 7, "value" : 3, "accepted" : false}"#).unwrap();
+        let ev =
+            parse_log_row(r#"{"time" : 5, "client" : 2, "key" : "ledger", "f" : "write", "token" : 7, "value" : 3, "accepted" : false}"#)
+                .unwrap();
         assert_eq!(
             serde_json::to_string(&ev).unwrap(),
             r#"{"index":0,"time":5,"process":"resource","type":"fail","f":"write","key":"ledger","value":3,"token":7,"client":2}"#

@@ -151,9 +151,8 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
         report_fault(&reporter, &mut record, change);
     }
     result?;
-    let grace = Duration::from_millis(
-        s.lock.acquire_timeout_ms + s.workload.work_ms + 2 * s.workload.op_timeout_ms + s.workload.think_ms + 5000,
-    );
+    let grace =
+        Duration::from_millis(s.lock.acquire_timeout_ms + s.workload.work_ms + 2 * s.workload.op_timeout_ms + s.workload.think_ms + 5000);
     record.workers = wait_for_workers(&cluster, s.clients as u64, died, grace).await?;
     // A backend that keeps the protected resource itself (Postgres xact) hands over its log now,
     // before teardown, as the resource's records.
@@ -217,7 +216,10 @@ async fn find_dead_workers(
         if !running {
             let at = ctx.clock.now() / 1_000_000;
             reporter.event(RunEvent::Warning(format!("worker client-{k} died (exit code {exit_code:?}) at {:.1} s", at as f64 / 1000.0)));
-            died.insert(k, WorkerStatus { name: format!("client-{k}"), process: k, status: "died".into(), exit_code, died_at_ms: Some(at) });
+            died.insert(
+                k,
+                WorkerStatus { name: format!("client-{k}"), process: k, status: "died".into(), exit_code, died_at_ms: Some(at) },
+            );
         }
     }
     Ok(())

@@ -49,16 +49,15 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
             return fail("lock.renew_ms", format!("{} cannot renew on request: {why}", s.backend.name()));
         }
         if s.lock.renew_ms >= s.lock.ttl_ms {
-            return fail("lock.renew_ms", format!("{} is not below lock.ttl_ms ({}): the lease would lapse between renewals", s.lock.renew_ms, s.lock.ttl_ms));
+            return fail(
+                "lock.renew_ms",
+                format!("{} is not below lock.ttl_ms ({}): the lease would lapse between renewals", s.lock.renew_ms, s.lock.ttl_ms),
+            );
         }
     }
     let check_target = |field: String, t: &Target| match t {
-        Target::Client(k) if *k > s.clients => {
-            Err((field, format!("target client-{k} but the scenario has {} clients", s.clients)))
-        }
-        Target::Node(k) if *k > nodes => {
-            Err((field, format!("target n{k} but the {} backend has {nodes} node(s)", s.backend.name())))
-        }
+        Target::Client(k) if *k > s.clients => Err((field, format!("target client-{k} but the scenario has {} clients", s.clients))),
+        Target::Node(k) if *k > nodes => Err((field, format!("target n{k} but the {} backend has {nodes} node(s)", s.backend.name()))),
         Target::Leader => match backend.leader_unsupported() {
             Some(why) => Err((field, format!("target leader on {}: {why}", s.backend.name()))),
             None => Ok(()),
@@ -83,10 +82,7 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
         }
         check_step(s, step, backend.as_ref(), nodes).map_err(|(name, msg)| (field(name), msg))?;
         if check_times && step.at_ms >= limit_ms {
-            return fail(
-                &format!("nemesis.timeline[{i}].at_ms"),
-                format!("{} is not before the time limit ({limit_ms} ms)", step.at_ms),
-            );
+            return fail(&format!("nemesis.timeline[{i}].at_ms"), format!("{} is not before the time limit ({limit_ms} ms)", step.at_ms));
         }
     }
     if let Some(r) = &s.nemesis.random {
@@ -174,7 +170,10 @@ fn check_step(
         }
         FaultKind::Latency => {
             if !node_target {
-                return fail("target", "latency is added on a node's interface (workers have no NET_ADMIN): the target must be a node".into());
+                return fail(
+                    "target",
+                    "latency is added on a node's interface (workers have no NET_ADMIN): the target must be a node".into(),
+                );
             }
             if step.delay_ms.is_none_or(|d| d < 1) {
                 return fail("fault", "a latency fault needs `delay_ms` (at least 1)".into());
@@ -200,4 +199,3 @@ fn check_step(
     }
     Ok(())
 }
-

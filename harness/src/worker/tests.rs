@@ -110,7 +110,18 @@ async fn refusals_are_fail_and_unknown_outcomes_are_info() {
     let first_two_rounds: Vec<_> = shape(&evs).into_iter().take(10).collect();
     assert_eq!(
         first_two_rounds,
-        ["invoke acquire", "fail acquire", "invoke acquire", "ok acquire", "invoke read", "ok read", "invoke write", "ok write", "invoke release", "info release"]
+        [
+            "invoke acquire",
+            "fail acquire",
+            "invoke acquire",
+            "ok acquire",
+            "invoke read",
+            "ok read",
+            "invoke write",
+            "ok write",
+            "invoke release",
+            "info release"
+        ]
     );
     assert_eq!(evs[1].error.as_deref(), Some("taken"));
     assert_eq!(evs[9].error.as_deref(), Some("timed out"));
@@ -184,7 +195,10 @@ async fn check_before_write_records_the_validity_left_and_skips_the_write_when_n
     let evs = events(&cfg.events);
     let shapes = shape(&evs);
     // Round 1: the grant has no validity left, so the check fails and nothing is written.
-    assert_eq!(shapes[..8], ["invoke acquire", "ok acquire", "invoke read", "ok read", "invoke check", "fail check", "invoke release", "ok release"]);
+    assert_eq!(
+        shapes[..8],
+        ["invoke acquire", "ok acquire", "invoke read", "ok read", "invoke check", "fail check", "invoke release", "ok release"]
+    );
     // Round 2: validity left (1500 ms minus a few), then the write.
     assert_eq!(shapes[10..14], ["invoke read", "ok read", "invoke check", "ok check"]);
     assert_eq!(shapes[14], "invoke write");
@@ -211,9 +225,20 @@ async fn renewals_run_during_the_work_and_a_failed_one_stops_the_write_only_when
         assert_eq!(
             shape(&evs),
             [
-                "invoke acquire", "ok acquire", "invoke read", "ok read",
-                "invoke renew", "ok renew", "invoke renew", "fail renew", "invoke renew", "ok renew",
-                "invoke write", written, "invoke release", "ok release"
+                "invoke acquire",
+                "ok acquire",
+                "invoke read",
+                "ok read",
+                "invoke renew",
+                "ok renew",
+                "invoke renew",
+                "fail renew",
+                "invoke renew",
+                "ok renew",
+                "invoke write",
+                written,
+                "invoke release",
+                "ok release"
             ],
             "honour {honour}"
         );

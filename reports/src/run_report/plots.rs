@@ -69,16 +69,13 @@ fn plot(title: &str, y_desc: &str, points: &[(f64, f64)], line: bool, faults: &[
             .label_style(("sans-serif", 11))
             .draw()
             .map_err(|e| e.to_string())?;
-        let bands = faults.iter().map(|f| {
-            Rectangle::new([(f.start as f64 / 1e9, 0.0), (f.end as f64 / 1e9, y_max)], FAULT.mix(0.35).filled())
-        });
+        let bands =
+            faults.iter().map(|f| Rectangle::new([(f.start as f64 / 1e9, 0.0), (f.end as f64 / 1e9, y_max)], FAULT.mix(0.35).filled()));
         chart.draw_series(bands).map_err(|e| e.to_string())?;
         if line {
             chart.draw_series(LineSeries::new(points.iter().copied(), BLUE.stroke_width(2))).map_err(|e| e.to_string())?;
         } else {
-            chart
-                .draw_series(points.iter().map(|&(x, y)| Circle::new((x, y), 2, BLUE.filled())))
-                .map_err(|e| e.to_string())?;
+            chart.draw_series(points.iter().map(|&(x, y)| Circle::new((x, y), 2, BLUE.filled()))).map_err(|e| e.to_string())?;
         }
         root.present().map_err(|e| e.to_string())?;
     }

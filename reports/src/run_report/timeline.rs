@@ -138,13 +138,7 @@ impl Timeline {
                         continue;
                     }
                     match e.client.and_then(|c| lane_of.get(&c)) {
-                        Some(&lane) => writes.push(WriteMark {
-                            lane,
-                            time: e.time,
-                            accepted,
-                            token: e.token,
-                            value: e.value.as_i64(),
-                        }),
+                        Some(&lane) => writes.push(WriteMark { lane, time: e.time, accepted, token: e.token, value: e.value.as_i64() }),
                         None => writes_without_client += 1,
                     }
                 }
@@ -153,26 +147,10 @@ impl Timeline {
             }
         }
         for (c, (s, t)) in open {
-            holds.push(Hold {
-                lane: lane_of[&c],
-                client: c,
-                start: s,
-                end: end.max(s),
-                unreleased: true,
-                token: t,
-                overlaps: false,
-            });
+            holds.push(Hold { lane: lane_of[&c], client: c, start: s, end: end.max(s), unreleased: true, token: t, overlaps: false });
         }
         mark_overlaps(&mut holds);
-        Timeline {
-            lanes,
-            holds,
-            writes,
-            sections,
-            writes_without_client,
-            faults: faults.finish(end),
-            end,
-        }
+        Timeline { lanes, holds, writes, sections, writes_without_client, faults: faults.finish(end), end }
     }
 }
 
@@ -204,27 +182,13 @@ impl Faults {
         for (key, (start, error)) in self.open {
             self.done.push(band(key, start, end, false, error));
         }
-        self.done
-            .sort_by(|a, b| (a.start, &a.fault, &a.node).cmp(&(b.start, &b.fault, &b.node)));
+        self.done.sort_by(|a, b| (a.start, &a.fault, &a.node).cmp(&(b.start, &b.fault, &b.node)));
         self.done
     }
 }
 
-fn band(
-    key: (String, Option<String>),
-    start: u64,
-    end: u64,
-    healed: bool,
-    error: Option<String>,
-) -> FaultBand {
-    FaultBand {
-        fault: key.0,
-        node: key.1,
-        start,
-        end: end.max(start),
-        healed,
-        error,
-    }
+fn band(key: (String, Option<String>), start: u64, end: u64, healed: bool, error: Option<String>) -> FaultBand {
+    FaultBand { fault: key.0, node: key.1, start, end: end.max(start), healed, error }
 }
 
 /// Sets `overlaps` on every hold that shares time with a hold of another client.
@@ -239,11 +203,7 @@ fn mark_overlaps(holds: &mut [Hold]) {
     let mut flags = vec![false; holds.len()];
     for i in 0..holds.len() {
         let h = &holds[i];
-        let other_end = best
-            .iter()
-            .flatten()
-            .find(|(_, c)| *c != h.client)
-            .map(|(e, _)| *e);
+        let other_end = best.iter().flatten().find(|(_, c)| *c != h.client).map(|(e, _)| *e);
         if other_end.is_some_and(|e| e > h.start) {
             flags[i] = true;
         }
@@ -283,15 +243,7 @@ mod tests {
     }
 
     fn hold(client: u64, start: u64, end: u64) -> Hold {
-        Hold {
-            lane: 0,
-            client,
-            start,
-            end,
-            unreleased: false,
-            token: None,
-            overlaps: false,
-        }
+        Hold { lane: 0, client, start, end, unreleased: false, token: None, overlaps: false }
     }
 
     #[test]
@@ -306,11 +258,7 @@ mod tests {
             hold(1, 650, 900),
         ];
         mark_overlaps(&mut hs);
-        let flagged: Vec<(u64, u64)> = hs
-            .iter()
-            .filter(|h| h.overlaps)
-            .map(|h| (h.client, h.start))
-            .collect();
+        let flagged: Vec<(u64, u64)> = hs.iter().filter(|h| h.overlaps).map(|h| (h.client, h.start)).collect();
         assert_eq!(flagged, vec![(1, 0), (2, 50), (1, 650), (3, 700)]);
     }
 
@@ -318,12 +266,7 @@ mod tests {
     fn a_clients_own_holds_never_overlap_it() {
         // Skewed timestamps can make one client's holds overlap; that is not two holders.
         // Client 2's hold is found even though client 1's own hold ends latest.
-        let mut hs = vec![
-            hold(1, 0, 1000),
-            hold(1, 500, 600),
-            hold(2, 1100, 1200),
-            hold(2, 1150, 1300),
-        ];
+        let mut hs = vec![hold(1, 0, 1000), hold(1, 500, 600), hold(2, 1100, 1200), hold(2, 1150, 1300)];
         mark_overlaps(&mut hs);
         assert!(hs.iter().all(|h| !h.overlaps));
         let mut hs = vec![hold(2, 0, 300), hold(1, 10, 1000), hold(1, 200, 250)];
@@ -336,21 +279,11 @@ mod tests {
         let c1 = Process::Client(1);
         let mut acq = ev(10, c1.clone(), EventType::Ok, "acquire");
         acq.token = Some(7);
-        let mut w = ev(
-            20,
-            Process::Named("resource".into()),
-            EventType::Fail,
-            "write",
-        );
+        let mut w = ev(20, Process::Named("resource".into()), EventType::Fail, "write");
         w.client = Some(1);
         w.token = Some(7);
         w.value = 3.into();
-        let mut start = ev(
-            15,
-            Process::Named("nemesis".into()),
-            EventType::Info,
-            "pause",
-        );
+        let mut start = ev(15, Process::Named("nemesis".into()), EventType::Info, "pause");
         start.node = Some("client-1".into());
         start.value = "start".into();
         let history = vec![
@@ -365,16 +298,7 @@ mod tests {
         assert_eq!(t.lanes, vec![1, 4]);
         assert_eq!(t.holds.len(), 1);
         assert!(t.holds[0].unreleased && t.holds[0].token == Some(7) && t.holds[0].end == 20);
-        assert_eq!(
-            t.writes,
-            vec![WriteMark {
-                lane: 0,
-                time: 20,
-                accepted: false,
-                token: Some(7),
-                value: Some(3),
-            }]
-        );
+        assert_eq!(t.writes, vec![WriteMark { lane: 0, time: 20, accepted: false, token: Some(7), value: Some(3) }]);
         assert_eq!(t.sections, vec![Section { lane: 0, start: 12, end: 18 }]);
         assert_eq!(t.faults.len(), 1);
         assert!(!t.faults[0].healed && t.faults[0].end == 20);

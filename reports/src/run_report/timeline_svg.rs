@@ -52,32 +52,16 @@ pub(super) fn render(t: &Timeline) -> String {
         "<svg class=\"timeline\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" \
          role=\"img\" aria-label=\"timeline of lock holds, writes and faults\">\n"
     );
-    svg.push_str(&faults(
-        t,
-        &scale,
-        &label_rows,
-        lanes_top,
-        lanes_h,
-        &mut notes,
-    ));
+    svg.push_str(&faults(t, &scale, &label_rows, lanes_top, lanes_h, &mut notes));
     svg.push_str(&axis(&scale, lanes_top, lanes_h));
     svg.push_str(&lanes(t, &scale, lanes_top, &mut notes));
     svg.push_str("</svg>\n");
 
     if t.writes_without_client > 0 {
-        notes.push(format!(
-            "{} write record(s) of the resource name no client and are not drawn.",
-            t.writes_without_client
-        ));
+        notes.push(format!("{} write record(s) of the resource name no client and are not drawn.", t.writes_without_client));
     }
-    let notes: String = notes
-        .iter()
-        .map(|n| format!("<p class=\"note\">{}</p>\n", esc(n)))
-        .collect();
-    format!(
-        "<div class=\"timeline-box\">\n{svg}</div>\n{}{notes}",
-        legend()
-    )
+    let notes: String = notes.iter().map(|n| format!("<p class=\"note\">{}</p>\n", esc(n))).collect();
+    format!("<div class=\"timeline-box\">\n{svg}</div>\n{}{notes}", legend())
 }
 
 fn legend() -> &'static str {
@@ -97,11 +81,7 @@ fn label_rows(faults: &[FaultBand], scale: &Scale) -> Vec<usize> {
         .map(|f| {
             let x = label_x(f, scale);
             let free = row_end.iter().position(|e| *e <= x);
-            let row = free.unwrap_or_else(|| {
-                (0..MAX_LABEL_ROWS)
-                    .min_by(|a, b| row_end[*a].total_cmp(&row_end[*b]))
-                    .unwrap_or(0)
-            });
+            let row = free.unwrap_or_else(|| (0..MAX_LABEL_ROWS).min_by(|a, b| row_end[*a].total_cmp(&row_end[*b])).unwrap_or(0));
             row_end[row] = x + label_width(f) + 6.0;
             row
         })
@@ -133,23 +113,12 @@ fn fault_label(f: &FaultBand) -> String {
     label
 }
 
-fn faults(
-    t: &Timeline,
-    scale: &Scale,
-    rows: &[usize],
-    top: f64,
-    h: f64,
-    notes: &mut Vec<String>,
-) -> String {
+fn faults(t: &Timeline, scale: &Scale, rows: &[usize], top: f64, h: f64, notes: &mut Vec<String>) -> String {
     let mut out = String::new();
     for (f, row) in t.faults.iter().zip(rows) {
         let x0 = scale.x(f.start);
         let w = (scale.x(f.end) - x0).max(1.0);
-        let class = if f.error.is_some() {
-            "fault failed"
-        } else {
-            "fault"
-        };
+        let class = if f.error.is_some() { "fault failed" } else { "fault" };
         let label = esc(&fault_label(f));
         let mut tip = format!("{label}: {}&ndash;{} s", secs(f.start), secs(f.end));
         if let Some(e) = &f.error {
@@ -163,10 +132,7 @@ fn faults(
         ));
     }
     if t.faults.len() > MAX_FAULTS {
-        notes.push(format!(
-            "{} more fault(s) not drawn.",
-            t.faults.len() - MAX_FAULTS
-        ));
+        notes.push(format!("{} more fault(s) not drawn.", t.faults.len() - MAX_FAULTS));
     }
     out
 }
@@ -176,10 +142,7 @@ fn axis(scale: &Scale, top: f64, h: f64) -> String {
     let step = nice_step(span / 8.0);
     let decimals = (-step.log10().floor()).max(0.0) as usize;
     let bottom = top + h;
-    let mut out = format!(
-        "<g class=\"axis\"><line x1=\"{LEFT}\" y1=\"{bottom:.1}\" x2=\"{:.1}\" y2=\"{bottom:.1}\"/>",
-        LEFT + PLOT_W
-    );
+    let mut out = format!("<g class=\"axis\"><line x1=\"{LEFT}\" y1=\"{bottom:.1}\" x2=\"{:.1}\" y2=\"{bottom:.1}\"/>", LEFT + PLOT_W);
     // Ticks at whole multiples of the step; the 1e-9 slack keeps the last tick despite rounding.
     let mut k = 0u32;
     while f64::from(k) * step <= span * (1.0 + 1e-9) && k <= 50 {
@@ -193,11 +156,7 @@ fn axis(scale: &Scale, top: f64, h: f64) -> String {
         ));
         k += 1;
     }
-    out.push_str(&format!(
-        "<text class=\"unit\" x=\"{:.1}\" y=\"{:.1}\">time (s)</text></g>\n",
-        LEFT + PLOT_W,
-        bottom + 28.0
-    ));
+    out.push_str(&format!("<text class=\"unit\" x=\"{:.1}\" y=\"{:.1}\">time (s)</text></g>\n", LEFT + PLOT_W, bottom + 28.0));
     out
 }
 
@@ -246,34 +205,18 @@ fn lanes(t: &Timeline, scale: &Scale, top: f64, notes: &mut Vec<String>) -> Stri
             LEFT - 6.0,
             y + BAR_Y + BAR_H - 2.0,
         ));
-        out.push_str(&bars(
-            &mut by_lane[lane],
-            *client,
-            scale,
-            y,
-            &mut budget,
-            &mut dropped,
-        ));
+        out.push_str(&bars(&mut by_lane[lane], *client, scale, y, &mut budget, &mut dropped));
         out.push_str(&section_path(&mut sections[lane], y + BAR_Y + BAR_H - 2.0, *client));
         for w in &labelled[lane] {
             out.push_str(&labelled_tick(w, scale, y));
         }
         let [ok, fail] = &writes[lane];
         out.push_str(&ticks(ok, "w-ok", y, BAR_Y, *client, "accepted"));
-        out.push_str(&ticks(
-            fail,
-            "w-fail",
-            y + BAR_Y + BAR_H,
-            LANE_H - BAR_Y - BAR_H,
-            *client,
-            "rejected",
-        ));
+        out.push_str(&ticks(fail, "w-fail", y + BAR_Y + BAR_H, LANE_H - BAR_Y - BAR_H, *client, "rejected"));
         out.push_str("</g>\n");
     }
     if dropped > 0 {
-        notes.push(format!(
-            "{dropped} lock hold bar(s) not drawn: the timeline shows at most {MAX_BARS}."
-        ));
+        notes.push(format!("{dropped} lock hold bar(s) not drawn: the timeline shows at most {MAX_BARS}."));
     }
     out
 }
@@ -289,14 +232,7 @@ struct Bar {
     end: u64,
 }
 
-fn bars(
-    holds: &mut [&Hold],
-    client: u64,
-    scale: &Scale,
-    y: f64,
-    budget: &mut usize,
-    dropped: &mut usize,
-) -> String {
+fn bars(holds: &mut [&Hold], client: u64, scale: &Scale, y: f64, budget: &mut usize, dropped: &mut usize) -> String {
     holds.sort_by_key(|h| h.start);
     let mut merged: Vec<Bar> = Vec::new();
     for (i, h) in holds.iter().enumerate() {
@@ -308,15 +244,7 @@ fn bars(
                 b.end = b.end.max(h.end);
                 b.count += 1;
             }
-            _ => merged.push(Bar {
-                x0,
-                x1,
-                red: h.overlaps,
-                first: i,
-                count: 1,
-                start: h.start,
-                end: h.end,
-            }),
+            _ => merged.push(Bar { x0, x1, red: h.overlaps, first: i, count: 1, start: h.start, end: h.end }),
         }
     }
     let mut out = String::new();
@@ -330,23 +258,10 @@ fn bars(
         let tip = if b.count == 1 {
             let h = holds[b.first];
             let token = h.token.map(|t| format!(", token {t}")).unwrap_or_default();
-            let open = if h.unreleased {
-                " (no release seen)"
-            } else {
-                ""
-            };
-            format!(
-                "client {client} held the lock {}&ndash;{} s{token}{open}",
-                secs(h.start),
-                secs(h.end)
-            )
+            let open = if h.unreleased { " (no release seen)" } else { "" };
+            format!("client {client} held the lock {}&ndash;{} s{token}{open}", secs(h.start), secs(h.end))
         } else {
-            format!(
-                "{} holds of client {client}, {}&ndash;{} s (merged at this scale)",
-                b.count,
-                secs(b.start),
-                secs(b.end)
-            )
+            format!("{} holds of client {client}, {}&ndash;{} s (merged at this scale)", b.count, secs(b.start), secs(b.end))
         };
         out.push_str(&format!(
             "<rect class=\"{class}\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{BAR_H}\"><title>{tip}</title></rect>\n",
@@ -361,17 +276,11 @@ fn bars(
 /// One write as its own tick, accepted above the bar and rejected below, with what it carried.
 fn labelled_tick(w: &WriteMark, scale: &Scale, y: f64) -> String {
     let x = scale.x(w.time).round();
-    let (class, y0, len, what) = if w.accepted {
-        ("w-ok", y, BAR_Y, "accepted")
-    } else {
-        ("w-fail", y + BAR_Y + BAR_H, LANE_H - BAR_Y - BAR_H, "rejected")
-    };
+    let (class, y0, len, what) =
+        if w.accepted { ("w-ok", y, BAR_Y, "accepted") } else { ("w-fail", y + BAR_Y + BAR_H, LANE_H - BAR_Y - BAR_H, "rejected") };
     let token = w.token.map(|t| format!(", token {t}")).unwrap_or_else(|| ", no token".into());
     let value = w.value.map(|v| format!(", value {v}")).unwrap_or_default();
-    format!(
-        "<path class=\"{class}\" d=\"M{x} {y0:.1}v{len}\"><title>write {what} at {} s{token}{value}</title></path>\n",
-        secs(w.time)
-    )
+    format!("<path class=\"{class}\" d=\"M{x} {y0:.1}v{len}\"><title>write {what} at {} s{token}{value}</title></path>\n", secs(w.time))
 }
 
 /// A lane's critical sections (read returned → write sent) as one path of strokes along the
@@ -389,7 +298,9 @@ fn section_path(spans: &mut [(f64, f64)], y: f64, client: u64) -> String {
         }
     }
     let d: String = merged.iter().map(|(a, b)| format!("M{a:.1} {y:.1}H{b:.1}")).collect();
-    format!("<path class=\"section\" d=\"{d}\"><title>client {client}: critical sections (read returned &rarr; write sent)</title></path>\n")
+    format!(
+        "<path class=\"section\" d=\"{d}\"><title>client {client}: critical sections (read returned &rarr; write sent)</title></path>\n"
+    )
 }
 
 /// All ticks of one lane and kind as a single path: compact at any history size.

@@ -52,10 +52,7 @@ fn resource_safety(rs: &ResourceSafety, history: &[Event]) -> String {
     }
     out.push_str("</ol>\n");
     if rs.evidence_omitted > 0 {
-        out.push_str(&format!(
-            "<p>&hellip; and {} more interleaved section(s), not listed.</p>\n",
-            rs.evidence_omitted
-        ));
+        out.push_str(&format!("<p>&hellip; and {} more interleaved section(s), not listed.</p>\n", rs.evidence_omitted));
     }
     out
 }
@@ -63,45 +60,22 @@ fn resource_safety(rs: &ResourceSafety, history: &[Event]) -> String {
 /// The events the evidence refers to, found in one pass (histories can be large; evidence is
 /// bounded by the checker).
 fn lookup<'a>(history: &'a [Event], evidence: &[Interleaving]) -> HashMap<u64, &'a Event> {
-    let wanted: HashSet<u64> = evidence
-        .iter()
-        .flat_map(|ev| {
-            [ev.read_index, ev.write_index]
-                .into_iter()
-                .chain(ev.other_writes.iter().map(|w| w.index))
-        })
-        .collect();
-    history
-        .iter()
-        .filter(|e| wanted.contains(&e.index))
-        .map(|e| (e.index, e))
-        .collect()
+    let wanted: HashSet<u64> =
+        evidence.iter().flat_map(|ev| [ev.read_index, ev.write_index].into_iter().chain(ev.other_writes.iter().map(|w| w.index))).collect();
+    history.iter().filter(|e| wanted.contains(&e.index)).map(|e| (e.index, e)).collect()
 }
 
 fn interleaving(ev: &Interleaving, events: &HashMap<u64, &Event>) -> String {
-    let others: Vec<String> = ev
-        .clients
-        .iter()
-        .filter(|c| **c != ev.client)
-        .map(|c| format!("client {c}"))
-        .collect();
-    let others = if others.is_empty() {
-        "other clients".to_string()
-    } else {
-        others.join(", ")
-    };
+    let others: Vec<String> = ev.clients.iter().filter(|c| **c != ev.client).map(|c| format!("client {c}")).collect();
+    let others = if others.is_empty() { "other clients".to_string() } else { others.join(", ") };
     let plural = if ev.other_writes_total == 1 { "" } else { "s" };
     let mut rows = event_row("section read", ev.read_index, events);
     for w in &ev.other_writes {
         rows.push_str(&event_row("other write", w.index, events));
     }
-    let unlisted = ev
-        .other_writes_total
-        .saturating_sub(ev.other_writes.len() as u64);
+    let unlisted = ev.other_writes_total.saturating_sub(ev.other_writes.len() as u64);
     if unlisted > 0 {
-        rows.push_str(&format!(
-            "<tr><td colspan=\"11\">&hellip; and {unlisted} more accepted write(s) by other clients</td></tr>\n"
-        ));
+        rows.push_str(&format!("<tr><td colspan=\"11\">&hellip; and {unlisted} more accepted write(s) by other clients</td></tr>\n"));
     }
     rows.push_str(&event_row("section write", ev.write_index, events));
     format!(
@@ -124,20 +98,14 @@ const EVENT_HEAD: &str = "<tr><th>role</th><th>#</th><th>time (s)</th><th>proces
 /// One history event as a table row; `role` says what the event is to the evidence.
 fn event_row(role: &str, index: u64, events: &HashMap<u64, &Event>) -> String {
     let Some(e) = events.get(&index) else {
-        return format!(
-            "<tr><td>{role}</td><td>{index}</td><td colspan=\"9\">not found in the history</td></tr>\n"
-        );
+        return format!("<tr><td>{role}</td><td>{index}</td><td colspan=\"9\">not found in the history</td></tr>\n");
     };
     let process = match &e.process {
         Process::Client(c) => format!("client {c}"),
         Process::Named(n) => esc(n),
     };
     let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-    let value = if e.value.is_null() {
-        String::new()
-    } else {
-        esc(&e.value.to_string())
-    };
+    let value = if e.value.is_null() { String::new() } else { esc(&e.value.to_string()) };
     format!(
         "<tr><td>{role}</td><td>{index}</td><td>{}</td><td>{process}</td><td>{}</td>\
          <td>{}</td><td>{}</td><td>{}</td><td>{value}</td><td>{}</td><td>{}</td></tr>\n",

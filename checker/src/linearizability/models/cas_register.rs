@@ -46,37 +46,18 @@ impl Model for CasRegister {
         *input == CasInput::Read
     }
 
-    fn operation(
-        &self,
-        invoke: &Event,
-        completion: Option<&Event>,
-    ) -> Result<Option<Op<CasInput, Value>>, String> {
+    fn operation(&self, invoke: &Event, completion: Option<&Event>) -> Result<Option<Op<CasInput, Value>>, String> {
         let (input, output) = match (invoke.f.as_str(), completion) {
             ("read", Some(done)) => (CasInput::Read, Some(done.value.clone())),
             ("read", None) => return Ok(None),
-            ("write", done) => (
-                CasInput::Write(invoke.value.clone()),
-                done.map(|_| Value::Null),
-            ),
+            ("write", done) => (CasInput::Write(invoke.value.clone()), done.map(|_| Value::Null)),
             ("cas", done) => match invoke.value.as_array().map(Vec::as_slice) {
-                Some([from, to]) => (
-                    CasInput::Cas(from.clone(), to.clone()),
-                    done.map(|_| Value::Null),
-                ),
-                _ => {
-                    return Err(format!(
-                        "cas value must be [from, to], got {}",
-                        invoke.value
-                    ))
-                }
+                Some([from, to]) => (CasInput::Cas(from.clone(), to.clone()), done.map(|_| Value::Null)),
+                _ => return Err(format!("cas value must be [from, to], got {}", invoke.value)),
             },
             _ => return Ok(None),
         };
-        Ok(Some(Op {
-            key: invoke.key.clone(),
-            input,
-            output,
-        }))
+        Ok(Some(Op { key: invoke.key.clone(), input, output }))
     }
 
     fn partition(&self, ops: &[HistoryOp<CasInput, Value>]) -> Vec<Partition> {

@@ -53,11 +53,7 @@ impl Model for Kv {
         *input == KvInput::Get
     }
 
-    fn operation(
-        &self,
-        invoke: &Event,
-        completion: Option<&Event>,
-    ) -> Result<Option<Op<KvInput, Value>>, String> {
+    fn operation(&self, invoke: &Event, completion: Option<&Event>) -> Result<Option<Op<KvInput, Value>>, String> {
         let f = invoke.f.as_str();
         if !matches!(f, "get" | "read" | "put" | "write" | "append") {
             return Ok(None);
@@ -72,11 +68,7 @@ impl Model for Kv {
                 other => return Err(format!("append value must be a string, got {other}")),
             },
         };
-        Ok(Some(Op {
-            key: Some(key),
-            input,
-            output,
-        }))
+        Ok(Some(Op { key: Some(key), input, output }))
     }
 
     fn partition(&self, ops: &[HistoryOp<KvInput, Value>]) -> Vec<Partition> {
@@ -92,9 +84,6 @@ fn key_and_value(event: &Event) -> Result<(String, Value), String> {
     match event.value.as_array().map(Vec::as_slice) {
         Some([Value::String(k), v]) => Ok((k.clone(), v.clone())),
         Some([k, v]) => Ok((k.to_string(), v.clone())),
-        _ => Err(format!(
-            "kv {} needs a key field or a [key, value] value, got {}",
-            event.f, event.value
-        )),
+        _ => Err(format!("kv {} needs a key field or a [key, value] value, got {}", event.f, event.value)),
     }
 }

@@ -37,12 +37,7 @@ impl Model for Mutex {
         None
     }
 
-    fn step(
-        &self,
-        holder: &Option<u64>,
-        input: &MutexInput,
-        _: Option<&()>,
-    ) -> Option<Option<u64>> {
+    fn step(&self, holder: &Option<u64>, input: &MutexInput, _: Option<&()>) -> Option<Option<u64>> {
         // The output carries nothing, so an indeterminate operation steps like a successful
         // one (see `Model::step`).
         match (*input, *holder) {
@@ -57,11 +52,7 @@ impl Model for Mutex {
         matches!(input, MutexInput::Renew(_))
     }
 
-    fn operation(
-        &self,
-        invoke: &Event,
-        completion: Option<&Event>,
-    ) -> Result<Option<Op<MutexInput, ()>>, String> {
+    fn operation(&self, invoke: &Event, completion: Option<&Event>) -> Result<Option<Op<MutexInput, ()>>, String> {
         let Some(owner) = invoke.process.client() else {
             return Ok(None);
         };
@@ -71,11 +62,7 @@ impl Model for Mutex {
             "renew" if completion.is_some() => MutexInput::Renew(owner),
             _ => return Ok(None),
         };
-        Ok(Some(Op {
-            key: invoke.key.clone(),
-            input,
-            output: completion.map(|_| ()),
-        }))
+        Ok(Some(Op { key: invoke.key.clone(), input, output: completion.map(|_| ()) }))
     }
 
     fn partition(&self, ops: &[HistoryOp<MutexInput, ()>]) -> Vec<Partition> {

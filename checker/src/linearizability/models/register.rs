@@ -43,24 +43,13 @@ impl Model for Register {
         *input == RegisterInput::Read
     }
 
-    fn operation(
-        &self,
-        invoke: &Event,
-        completion: Option<&Event>,
-    ) -> Result<Option<Op<RegisterInput, Value>>, String> {
+    fn operation(&self, invoke: &Event, completion: Option<&Event>) -> Result<Option<Op<RegisterInput, Value>>, String> {
         let (input, output) = match (invoke.f.as_str(), completion) {
             ("read", Some(done)) => (RegisterInput::Read, Some(done.value.clone())),
-            ("write", done) => (
-                RegisterInput::Write(invoke.value.clone()),
-                done.map(|_| Value::Null),
-            ),
+            ("write", done) => (RegisterInput::Write(invoke.value.clone()), done.map(|_| Value::Null)),
             _ => return Ok(None),
         };
-        Ok(Some(Op {
-            key: invoke.key.clone(),
-            input,
-            output,
-        }))
+        Ok(Some(Op { key: invoke.key.clone(), input, output }))
     }
 
     fn partition(&self, ops: &[HistoryOp<RegisterInput, Value>]) -> Vec<Partition> {

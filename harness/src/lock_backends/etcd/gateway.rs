@@ -108,9 +108,8 @@ impl Drop for AbortOnDrop {
 async fn post(endpoint: &str, path: &str, body: Bytes) -> Result<Bytes, String> {
     let stream = tokio::net::TcpStream::connect(endpoint).await.map_err(|e| format!("connect: {e}"))?;
     let _ = stream.set_nodelay(true);
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("handshake: {e}"))?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.map_err(|e| format!("handshake: {e}"))?;
     let _conn = AbortOnDrop(tokio::spawn(async move {
         let _ = conn.await;
     }));

@@ -55,7 +55,21 @@ impl BackendSetup for Setup {
         for i in 1..=NODES {
             let node = format!("n{i}");
             let (code, out) = cluster
-                .exec(&node, &["env", "ETCDCTL_API=3", "etcdctl", "--endpoints", &endpoints.join(","), "--command-timeout=2s", "endpoint", "status", "-w", "json"])
+                .exec(
+                    &node,
+                    &[
+                        "env",
+                        "ETCDCTL_API=3",
+                        "etcdctl",
+                        "--endpoints",
+                        &endpoints.join(","),
+                        "--command-timeout=2s",
+                        "endpoint",
+                        "status",
+                        "-w",
+                        "json",
+                    ],
+                )
                 .await?;
             // With a member down etcdctl exits non-zero but still prints the others' status.
             let json = out.lines().find(|l| l.trim_start().starts_with('[')).unwrap_or("");
@@ -95,9 +109,7 @@ impl BackendSetup for Setup {
     }
 
     fn client_config(&self, cluster: &Cluster) -> ClientConfig {
-        let endpoints = (1..=NODES)
-            .map(|i| format!("{}:{PORT}", ip(cluster, &format!("n{i}")).unwrap_or_default()))
-            .collect();
+        let endpoints = (1..=NODES).map(|i| format!("{}:{PORT}", ip(cluster, &format!("n{i}")).unwrap_or_default())).collect();
         ClientConfig::Etcd { endpoints }
     }
 }

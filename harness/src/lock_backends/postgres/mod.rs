@@ -72,11 +72,7 @@ pub async fn connect(addr: &str, timeout: Duration) -> Result<Session, String> {
     if addr.contains(',') {
         config.target_session_attrs(tokio_postgres::config::TargetSessionAttrs::ReadWrite);
     }
-    config
-        .user("postgres")
-        .dbname("postgres")
-        .application_name("lockchaos")
-        .connect_timeout(timeout);
+    config.user("postgres").dbname("postgres").application_name("lockchaos").connect_timeout(timeout);
     let (client, connection) = tokio::time::timeout(timeout, config.connect(NoTls))
         .await
         .map_err(|_| format!("{addr}: no connection within {timeout:?}"))?

@@ -48,7 +48,10 @@ pub async fn make_synchronous(cluster: &Cluster) -> anyhow::Result<()> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            bail!("the standby {STANDBY} did not become {PRIMARY}'s synchronous standby within 20 s (pg_stat_replication: {:?})", state.trim());
+            bail!(
+                "the standby {STANDBY} did not become {PRIMARY}'s synchronous standby within 20 s (pg_stat_replication: {:?})",
+                state.trim()
+            );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -72,7 +75,10 @@ pub async fn failover(cluster: &Cluster, node: &str) -> anyhow::Result<String> {
     }
     cluster.exec_ok(node, &["pkill", "-KILL", "-x", super::PROCESS]).await?;
     let promote = format!("{BIN}/pg_ctl -D {DATA} promote -w -t 20");
-    cluster.exec_ok(standby, &["runuser", "-u", "postgres", "--", "sh", "-c", &promote]).await.with_context(|| format!("promoting {standby}"))?;
+    cluster
+        .exec_ok(standby, &["runuser", "-u", "postgres", "--", "sh", "-c", &promote])
+        .await
+        .with_context(|| format!("promoting {standby}"))?;
     let deadline = Instant::now() + Duration::from_secs(20);
     while !is_primary(cluster, standby).await {
         if Instant::now() > deadline {

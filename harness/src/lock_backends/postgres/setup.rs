@@ -115,8 +115,7 @@ impl BackendSetup for Setup {
     }
 
     fn kill_session_unsupported(&self) -> Option<&'static str> {
-        (self.variant == Variant::SessionPooler)
-            .then_some("behind PgBouncer the server's sessions belong to the pool, not to clients")
+        (self.variant == Variant::SessionPooler).then_some("behind PgBouncer the server's sessions belong to the pool, not to clients")
     }
 
     /// pg_terminate_backend on every session whose peer is the client, on the primary.
@@ -125,7 +124,8 @@ impl BackendSetup for Setup {
             Variant::XactReplicated => replication::current_primary(cluster).await?,
             _ => NODE,
         };
-        let sql = format!("SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE client_addr = '{client_ip}') t");
+        let sql =
+            format!("SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE client_addr = '{client_ip}') t");
         let out = psql_on(cluster, node, &sql).await?;
         out.trim().parse().with_context(|| format!("pg_terminate_backend count: {out:?}"))
     }
@@ -217,7 +217,8 @@ fn parse_row(line: &str) -> anyhow::Result<Event> {
 async fn wait_ready(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
     let deadline = Instant::now() + START_LIMIT;
     loop {
-        let (code, out) = cluster.exec(node, &[&format!("{BIN}/pg_isready"), "-U", "postgres", "-h", "127.0.0.1", "-p", &PORT.to_string()]).await?;
+        let (code, out) =
+            cluster.exec(node, &[&format!("{BIN}/pg_isready"), "-U", "postgres", "-h", "127.0.0.1", "-p", &PORT.to_string()]).await?;
         if code == 0 {
             return Ok(());
         }
