@@ -8,7 +8,8 @@ use crate::run::RunOptions;
 use crate::scenario_catalog;
 use crate::scenario_command;
 use anyhow::Context;
-use reports::{matrix, Matrix, MatrixRun, RunResults};
+use reports::{matrix, Matrix, MatrixRun};
+use results::RunResults;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

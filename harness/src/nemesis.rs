@@ -8,6 +8,7 @@ use crate::live_history::{LiveHistory, Phase};
 use crate::scenario::{FaultKind, Target, Trigger};
 use crate::schedule::PlannedFault;
 use checker::{Event, EventType, Process};
+use results::FaultPhase;
 use std::collections::VecDeque;
 
 /// How long a `holder` or `when = "in-section"` step waits for a client to enter its section.
@@ -24,7 +25,8 @@ pub struct FaultChange {
     pub fault: FaultKind,
     pub target: String,
     pub detail: Option<String>,
-    pub started: bool,
+    /// Start or Stop (skipped steps are only recorded).
+    pub phase: FaultPhase,
     pub error: Option<String>,
 }
 
@@ -109,7 +111,7 @@ impl Nemesis {
                 } else {
                     format!("no {} found within {HOLDER_WAIT_MS} ms", step.target)
                 };
-                self.record(&injection, "skipped", Some(why))?;
+                self.record(&injection, FaultPhase::Skipped, Some(why))?;
                 continue;
             };
             self.pending.pop_front();
@@ -120,7 +122,7 @@ impl Nemesis {
             let injection =
                 Injection { fault: step.fault, target, from: step.from.iter().map(|t| t.to_string()).collect(), params: step.params };
             if self.active.iter().any(|a| a.injection == injection) {
-                self.record(&injection, "skipped", Some("already active".into()))?;
+                self.record(&injection, FaultPhase::Skipped, Some("already active".into()))?;
                 continue;
             }
             changes.push(self.inject(ctx, &injection).await?);
@@ -142,18 +144,18 @@ impl Nemesis {
     async fn inject(&mut self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<FaultChange> {
         let result = fault_for(inj.fault).inject(ctx, inj).await;
         let error = result.err().map(|e| format!("{e:#}"));
-        self.record(inj, "start", error.clone())?;
-        Ok(FaultChange { fault: inj.fault, target: inj.target.clone(), detail: inj.detail(), started: true, error })
+        self.record(inj, FaultPhase::Start, error.clone())?;
+        Ok(FaultChange { fault: inj.fault, target: inj.target.clone(), detail: inj.detail(), phase: FaultPhase::Start, error })
     }
 
     async fn heal(&mut self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<FaultChange> {
         let result = fault_for(inj.fault).heal(ctx, inj).await;
         let error = result.err().map(|e| format!("{e:#}"));
-        self.record(inj, "stop", error.clone())?;
-        Ok(FaultChange { fault: inj.fault, target: inj.target.clone(), detail: inj.detail(), started: false, error })
+        self.record(inj, FaultPhase::Stop, error.clone())?;
+        Ok(FaultChange { fault: inj.fault, target: inj.target.clone(), detail: inj.detail(), phase: FaultPhase::Stop, error })
     }
 
-    fn record(&mut self, inj: &Injection, phase: &str, error: Option<String>) -> anyhow::Result<()> {
+    fn record(&mut self, inj: &Injection, phase: FaultPhase, error: Option<String>) -> anyhow::Result<()> {
         let mut ev = Event::new(self.clock.now(), Process::Named(Process::NEMESIS.into()), EventType::Info, inj.fault.name());
         ev.node = Some(inj.target.clone());
         ev.detail = inj.detail();

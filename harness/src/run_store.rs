@@ -96,7 +96,7 @@ pub fn write_index(store: &Path) -> anyhow::Result<()> {
     for scenario in std::fs::read_dir(store)?.filter_map(|e| e.ok()).filter(|e| e.path().is_dir() && !e.path().is_symlink()) {
         for run in std::fs::read_dir(scenario.path())?.filter_map(|e| e.ok()) {
             let Ok(text) = std::fs::read_to_string(run.path().join("results.json")) else { continue };
-            let Ok(results) = serde_json::from_str::<reports::RunResults>(&text) else { continue };
+            let Ok(results) = serde_json::from_str::<results::RunResults>(&text) else { continue };
             let report = format!("{}/{}/report.html", scenario.file_name().to_string_lossy(), run.file_name().to_string_lossy());
             entries.push(reports::run_index::IndexEntry { results, report });
         }

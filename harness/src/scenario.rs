@@ -3,6 +3,7 @@
 //! Every error is one line naming the file, the line and the field, so a typo in a scenario
 //! never costs a container start.
 
+pub use results::Expectation;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -56,13 +57,6 @@ pub enum Persistence {
     Appendonly,
 }
 
-#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Expectation {
-    Violation,
-    Safe,
-}
-
 impl Scenario {
     /// The matrix column: `failure`, else the fault kinds injected, else "baseline".
     pub fn matrix_column(&self) -> String {
@@ -99,15 +93,6 @@ impl Scenario {
         } else {
             format!("{}, {}", self.backend.name(), extras.join(", "))
         }
-    }
-}
-
-impl fmt::Display for Expectation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Expectation::Violation => "violation",
-            Expectation::Safe => "safe",
-        })
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::progress::Reporter;
 use crate::run::{self, RunOptions};
 use crate::scenario::LoadedScenario;
-use reports::RunResults;
+use results::{Outcome, RunResults, WorkerFate};
 use std::sync::Arc;
 
 /// The runs of a series and how it ended.
@@ -18,7 +18,7 @@ impl Series {
     /// 0 when every run matched its expectation, 1 when some did not, 2 when any run ended
     /// unknown or the series ended in error.
     pub fn exit_code(&self) -> u8 {
-        let unknown = self.error.is_some() || self.runs.iter().any(|r| r.results.outcome == "unknown");
+        let unknown = self.error.is_some() || self.runs.iter().any(|r| r.results.outcome == Outcome::Unknown);
         match (unknown, self.runs.iter().all(|r| r.results.matches_expectation)) {
             (true, _) => 2,
             (false, true) => 0,
@@ -72,7 +72,7 @@ fn print_run(prefix: &str, r: &RunResults, report: &std::path::Path) {
         rs.rejected_writes,
         report.display()
     );
-    for w in r.workers.iter().filter(|w| w.status != "finished") {
+    for w in r.workers.iter().filter(|w| w.status != WorkerFate::Finished) {
         println!("  worker {} {} (exit code {:?})", w.name, w.status, w.exit_code);
     }
 }
@@ -83,7 +83,7 @@ fn print_tally(runs: &[RunResults], planned: u32) {
         println!("tally: no run finished of {planned}");
         return;
     };
-    let count = |o: &str| runs.iter().filter(|r| r.outcome == o).count();
+    let count = |o: Outcome| runs.iter().filter(|r| r.outcome == o).count();
     let matched = runs.iter().filter(|r| r.matches_expectation).count();
     let lost: u64 = runs.iter().map(|r| r.properties.resource_safety.lost_updates).sum();
     let acked: u64 = runs.iter().map(|r| r.properties.resource_safety.acknowledged_increments).sum();
@@ -92,8 +92,8 @@ fn print_tally(runs: &[RunResults], planned: u32) {
         "tally: {matched}/{} runs matched ({} expected: violation {}, safe {}, unknown {}); {lost} of {acked} acknowledged updates lost ({share:.1}%)",
         runs.len(),
         first.expect,
-        count("violation"),
-        count("safe"),
-        count("unknown"),
+        count(Outcome::Violation),
+        count(Outcome::Safe),
+        count(Outcome::Unknown),
     );
 }

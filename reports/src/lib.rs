@@ -1,11 +1,9 @@
-//! Human-readable evidence for lockchaos runs.
+//! Human-readable evidence for lockchaos runs: the per-run report, the store's index, the
+//! measured matrix and JUnit XML. Presentation only: what a run produced is in `results`.
 
-pub mod run_report;
-pub mod run_results;
-
-pub use run_results::{RunResults, WorkerStatus};
 pub mod junit;
 pub mod matrix;
 pub mod run_index;
+pub mod run_report;
 
 pub use matrix::{Matrix, MatrixRun};

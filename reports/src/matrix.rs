@@ -2,8 +2,8 @@
 //! many scenarios, each cell with how often the lock failed, what it cost, and whether every run
 //! matched its scenario's expectation. The seed's table, measured.
 
-use crate::run_results::RunResults;
 use html_escape::encode_text as esc;
+use results::{Outcome, RunResults};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -78,7 +78,7 @@ impl Matrix {
 fn cell(row: String, column: String, runs: &[&MatrixRun<'_>]) -> Cell {
     let mut scenarios: Vec<String> = runs.iter().map(|r| r.results.scenario.clone()).collect();
     scenarios.dedup();
-    let mut expect: Vec<String> = runs.iter().map(|r| r.results.expect.clone()).collect();
+    let mut expect: Vec<String> = runs.iter().map(|r| r.results.expect.to_string()).collect();
     expect.sort();
     expect.dedup();
     let count = |f: &dyn Fn(&RunResults) -> bool| runs.iter().filter(|r| f(r.results)).count() as u32;
@@ -94,8 +94,8 @@ fn cell(row: String, column: String, runs: &[&MatrixRun<'_>]) -> Cell {
         scenarios,
         expect,
         runs: runs.len() as u32,
-        runs_with_violation: count(&|r| r.outcome == "violation"),
-        runs_unknown: count(&|r| r.outcome == "unknown"),
+        runs_with_violation: count(&|r| r.outcome == Outcome::Violation),
+        runs_unknown: count(&|r| r.outcome == Outcome::Unknown),
         runs_matched,
         matches_expectation: runs_matched == runs.len() as u32,
         lost_updates: sum(&|r| r.properties.resource_safety.lost_updates + r.properties.resource_safety.acknowledged_missing),

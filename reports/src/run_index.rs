@@ -1,8 +1,8 @@
 //! store/index.html: every run in the store, newest first, with its verdict and a link to its
 //! report. Self-contained like the reports.
 
-use crate::run_results::RunResults;
 use html_escape::{encode_double_quoted_attribute as attr, encode_text as esc};
+use results::RunResults;
 
 /// One run as the index lists it.
 pub struct IndexEntry {
@@ -29,8 +29,8 @@ pub fn render(entries: &mut [IndexEntry]) -> String {
             attr(&e.report),
             esc(&r.scenario),
             esc(&r.backend),
-            esc(&r.outcome),
-            esc(&r.expect),
+            r.outcome,
+            r.expect,
             r.properties.resource_safety.lost_updates,
             r.properties.resource_safety.rejected_writes,
             r.seed

@@ -12,8 +12,8 @@ mod timeline;
 mod timeline_svg;
 mod violations;
 
-use crate::run_results::RunResults;
 use checker::{CheckResults, Event, Verdict};
+use results::{Outcome, RunResults, WorkerFate};
 
 const CSS: &str = include_str!("run_report/report.css");
 
@@ -63,13 +63,13 @@ fn head(r: &RunResults) -> String {
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>lockchaos: {} ({})</title>\n<style>\n{CSS}</style>\n</head>\n",
         esc(&r.scenario),
-        esc(&r.outcome),
+        r.outcome,
     )
 }
 
 fn header(r: &RunResults) -> String {
     // Grey when the checker could not decide: "unknown" is neither a pass nor a failure.
-    let (class, relation) = if r.outcome == "unknown" {
+    let (class, relation) = if r.outcome == Outcome::Unknown {
         ("unknown", "the run could not settle it")
     } else if r.matches_expectation {
         ("good", "as expected")
@@ -98,8 +98,8 @@ fn header(r: &RunResults) -> String {
          <dl class=\"facts\">{dl}</dl>\n</header>\n",
         esc(&r.scenario),
         esc(&r.description),
-        esc(&r.outcome),
-        esc(&r.expect),
+        r.outcome,
+        r.expect,
     )
 }
 
@@ -280,13 +280,13 @@ fn workers(r: &RunResults) -> String {
     }
     let mut rows = String::new();
     for w in &r.workers {
-        let class = if w.status == "finished" { "" } else { " class=\"bad\"" };
+        let class = if w.status == WorkerFate::Finished { "" } else { " class=\"bad\"" };
         let opt = |v: Option<String>| v.unwrap_or_else(|| "&ndash;".to_string());
         rows.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td><td>{}</td></tr>\n",
             esc(&w.name),
             w.process,
-            esc(&w.status),
+            w.status,
             opt(w.exit_code.map(|c| c.to_string())),
             opt(w.died_at_ms.map(|ms| ms.to_string())),
         ));

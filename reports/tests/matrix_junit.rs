@@ -2,7 +2,8 @@
 
 use checker::{check, CheckOptions, Event, EventType, Process};
 use reports::run_index::{self, IndexEntry};
-use reports::{junit::junit_xml, matrix, Matrix, MatrixRun, RunResults};
+use reports::{junit::junit_xml, matrix, Matrix, MatrixRun};
+use results::{Expectation, Outcome, RunResults};
 
 const MS: u64 = 1_000_000;
 
@@ -31,14 +32,14 @@ fn history(lose: bool) -> Vec<Event> {
     events
 }
 
-fn run(scenario: &str, expect: &str, lose: bool) -> RunResults {
+fn run(scenario: &str, expect: Expectation, lose: bool) -> RunResults {
     let properties = check(&history(lose), &CheckOptions::default());
-    let outcome = RunResults::outcome_of(&properties).to_string();
+    let outcome = Outcome::of_verdict(properties.outcome);
     RunResults {
         scenario: scenario.into(),
         description: "d".into(),
-        matches_expectation: outcome == expect,
-        expect: expect.into(),
+        matches_expectation: expect.is_met_by(outcome),
+        expect,
         outcome,
         run_id: format!("{scenario}-run"),
         backend: "b".into(),
@@ -57,10 +58,10 @@ fn run(scenario: &str, expect: &str, lose: bool) -> RunResults {
 #[test]
 fn cells_aggregate_runs_by_backend_and_failure_and_say_whether_they_match() {
     let results = [
-        run("etcd-baseline", "safe", false),
-        run("etcd-baseline", "safe", false),
-        run("redis-pause", "violation", true),
-        run("redis-pause", "violation", false),
+        run("etcd-baseline", Expectation::Safe, false),
+        run("etcd-baseline", Expectation::Safe, false),
+        run("redis-pause", Expectation::Violation, true),
+        run("redis-pause", Expectation::Violation, false),
     ];
     let cells = [("etcd", "baseline"), ("etcd", "baseline"), ("redis", "pause"), ("redis", "pause")];
     let runs: Vec<MatrixRun> = results
@@ -97,10 +98,10 @@ fn cells_aggregate_runs_by_backend_and_failure_and_say_whether_they_match() {
 
 #[test]
 fn junit_has_a_case_per_run_a_failure_per_mismatch_and_escapes_names() {
-    let mut odd = run("a<b>&\"c\"", "safe", false);
-    odd.outcome = "unknown".into();
+    let mut odd = run("a<b>&\"c\"", Expectation::Safe, false);
+    odd.outcome = Outcome::Unknown;
     odd.matches_expectation = false;
-    let runs = [run("etcd-baseline", "safe", false), run("redis-pause", "violation", false), odd];
+    let runs = [run("etcd-baseline", Expectation::Safe, false), run("redis-pause", Expectation::Violation, false), odd];
     let xml = junit_xml("lockchaos", &runs);
     assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"lockchaos\" tests=\"3\" failures=\"1\" errors=\"1\" time=\"7.500\">"), "{xml}");
     assert_eq!(xml.matches("<testcase ").count(), 3);
@@ -111,9 +112,9 @@ fn junit_has_a_case_per_run_a_failure_per_mismatch_and_escapes_names() {
 
 #[test]
 fn the_index_lists_runs_newest_first_with_their_verdicts_and_links() {
-    let mut old = run("redis-pause", "violation", false);
+    let mut old = run("redis-pause", Expectation::Violation, false);
     old.started_at = "2026-01-01T00:00:00Z".into();
-    let mut new = run("etcd-baseline", "safe", false);
+    let mut new = run("etcd-baseline", Expectation::Safe, false);
     new.started_at = "2026-01-02T00:00:00Z".into();
     let mut entries = [
         IndexEntry { results: old, report: "redis-pause/1/report.html".into() },

@@ -2,7 +2,8 @@
 //! hostile strings, and a large history that must stay a small page.
 
 use checker::{check, CheckOptions, Event, EventType, Process};
-use reports::{run_report, RunResults, WorkerStatus};
+use reports::run_report;
+use results::{Expectation, Outcome, RunResults, WorkerFate, WorkerStatus};
 
 const MS: u64 = 1_000_000;
 
@@ -70,14 +71,14 @@ fn lost_update_under_pause() -> Vec<Event> {
     h.0
 }
 
-fn results_for(history: &[Event], expect: &str) -> RunResults {
+fn results_for(history: &[Event], expect: Expectation) -> RunResults {
     let properties = check(history, &CheckOptions::default());
-    let outcome = RunResults::outcome_of(&properties).to_string();
+    let outcome = Outcome::of_verdict(properties.outcome);
     RunResults {
         scenario: "redis-single-pause".into(),
         description: "single Redis, holder paused past its TTL".into(),
-        matches_expectation: outcome == expect,
-        expect: expect.into(),
+        matches_expectation: expect.is_met_by(outcome),
+        expect,
         outcome,
         run_id: "20250101-120000-redis-single-pause".into(),
         backend: "redis-single".into(),
@@ -91,7 +92,7 @@ fn results_for(history: &[Event], expect: &str) -> RunResults {
             .map(|p| WorkerStatus {
                 name: format!("client-{p}"),
                 process: p,
-                status: "finished".into(),
+                status: WorkerFate::Finished,
                 exit_code: Some(0),
                 died_at_ms: None,
             })
@@ -110,8 +111,8 @@ fn assert_self_contained(page: &str) {
 #[test]
 fn lost_update_report_shows_verdict_violation_lanes_and_fault() {
     let history = lost_update_under_pause();
-    let results = results_for(&history, "violation");
-    assert_eq!(results.outcome, "violation");
+    let results = results_for(&history, Expectation::Violation);
+    assert_eq!(results.outcome, Outcome::Violation);
     let page = run_report::render(&results, &history);
 
     assert!(page.starts_with("<!DOCTYPE html>"));
@@ -141,8 +142,8 @@ fn mismatch_is_red_and_clean_run_has_no_red_bars() {
     let mut h = History::default();
     h.section(0, 1, 1, 0);
     h.section(100, 2, 2, 1);
-    let results = results_for(&h.0, "violation");
-    assert_eq!(results.outcome, "safe");
+    let results = results_for(&h.0, Expectation::Violation);
+    assert_eq!(results.outcome, Outcome::Safe);
     let page = run_report::render(&results, &h.0);
     assert!(page.contains("<div class=\"verdict bad\"><div class=\"outcome\">safe</div>"));
     assert!(page.contains("NOT as expected"));
@@ -153,8 +154,8 @@ fn mismatch_is_red_and_clean_run_has_no_red_bars() {
 
 #[test]
 fn empty_history_renders_grey_unknown() {
-    let results = results_for(&[], "safe");
-    assert_eq!(results.outcome, "unknown");
+    let results = results_for(&[], Expectation::Safe);
+    assert_eq!(results.outcome, Outcome::Unknown);
     let page = run_report::render(&results, &[]);
     assert!(page.contains("<div class=\"verdict unknown\">"));
     assert!(page.contains("No events were recorded"));
@@ -174,11 +175,10 @@ fn untrusted_strings_are_escaped() {
         e.value = "start".into();
         e
     });
-    let mut results = results_for(&history, "violation");
+    let mut results = results_for(&history, Expectation::Violation);
     results.scenario = "<b>bold</b>".into();
     results.description = "a & b <script>alert(2)</script>".into();
     results.warnings = vec!["worker said <script>alert(3)</script>".into()];
-    results.workers[0].status = "<i>died</i>".into();
     let page = run_report::render(&results, &history);
 
     assert!(!page.contains("<script"));
@@ -208,7 +208,7 @@ fn large_history_stays_a_small_page() {
         }
     }
     assert!(h.0.len() > 100_000);
-    let results = results_for(&h.0, "safe");
+    let results = results_for(&h.0, Expectation::Safe);
     let start = std::time::Instant::now();
     let page = run_report::render(&results, &h.0);
     assert!(start.elapsed().as_secs() < 10);

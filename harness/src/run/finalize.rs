@@ -6,7 +6,7 @@ use bollard::query_parameters::{ListContainersOptions, LogsOptions};
 use bollard::Docker;
 use checker::CheckOptions;
 use futures_util::StreamExt;
-use reports::RunResults;
+use results::{Outcome, RunResults};
 use std::collections::HashMap;
 
 /// The scenario as run: the file's text, and the effective parameters after overrides.
@@ -67,18 +67,18 @@ pub fn check_and_report(
     // shows, porcupine-style, the first grant that no mutex could have made.
     opts.linearizability = Some((checker::linearizability::ModelKind::Mutex, std::time::Duration::from_secs(30)));
     let check = checker::check(&events, &opts);
-    let mut outcome = RunResults::outcome_of(&check);
+    let mut outcome = Outcome::of_verdict(check.outcome);
     // A cut-short run can show a violation, but cannot vouch for safety.
-    if interrupted && outcome == "safe" {
-        outcome = "unknown";
+    if interrupted && outcome == Outcome::Safe {
+        outcome = Outcome::Unknown;
     }
-    let expect = s.expect.to_string();
+    let expect = s.expect;
     let results = RunResults {
         scenario: ctx.loaded.name.clone(),
         description: s.description.clone(),
-        matches_expectation: outcome == expect,
+        matches_expectation: expect.is_met_by(outcome),
         expect,
-        outcome: outcome.into(),
+        outcome,
         run_id: ctx.dir.run_id.clone(),
         backend: s.backend.name().into(),
         seed: ctx.seed,

@@ -10,7 +10,7 @@ use crate::node_image;
 use crate::progress::{Reporter, RunEvent};
 use crate::run_store::RunDir;
 use crate::scenario::LoadedScenario;
-use reports::{RunResults, WorkerStatus};
+use results::{RunResults, WorkerStatus};
 use std::path::PathBuf;
 use std::sync::Arc;
 

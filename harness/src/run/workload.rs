@@ -15,7 +15,7 @@ use crate::schedule;
 use crate::worker::WorkerConfig;
 use anyhow::{bail, Context};
 use bollard::Docker;
-use reports::WorkerStatus;
+use results::{WorkerFate, WorkerStatus};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -188,7 +188,7 @@ fn ledger_cmd(ctx: &RunContext) -> Vec<String> {
 }
 
 fn report_fault(reporter: &Arc<dyn Reporter>, record: &mut WorkloadRecord, change: FaultChange) {
-    let verb = if change.started { "start" } else { "stop" };
+    let verb = change.phase;
     let detail = change.detail.map(|d| format!(" ({d})")).unwrap_or_default();
     let description = format!("{} {} {}{detail}", change.fault.name(), verb, change.target);
     if let Some(e) = change.error {
@@ -218,7 +218,7 @@ async fn find_dead_workers(
             reporter.event(RunEvent::Warning(format!("worker client-{k} died (exit code {exit_code:?}) at {:.1} s", at as f64 / 1000.0)));
             died.insert(
                 k,
-                WorkerStatus { name: format!("client-{k}"), process: k, status: "died".into(), exit_code, died_at_ms: Some(at) },
+                WorkerStatus { name: format!("client-{k}"), process: k, status: WorkerFate::Died, exit_code, died_at_ms: Some(at) },
             );
         }
     }
@@ -243,12 +243,12 @@ async fn wait_for_workers(
         let status = loop {
             let (running, exit_code) = cluster.state(&name).await?;
             if !running {
-                let status = if exit_code == Some(0) { "finished" } else { "died" };
-                break WorkerStatus { name: name.clone(), process: k, status: status.into(), exit_code, died_at_ms: None };
+                let status = if exit_code == Some(0) { WorkerFate::Finished } else { WorkerFate::Died };
+                break WorkerStatus { name: name.clone(), process: k, status, exit_code, died_at_ms: None };
             }
             if Instant::now() > deadline {
                 cluster.signal(&name, "SIGKILL").await?;
-                break WorkerStatus { name: name.clone(), process: k, status: "killed".into(), exit_code: None, died_at_ms: None };
+                break WorkerStatus { name: name.clone(), process: k, status: WorkerFate::Killed, exit_code: None, died_at_ms: None };
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         };

@@ -3,6 +3,7 @@
 //! Drawing is separate (timeline_svg) so other views can reuse this model.
 
 use checker::{Event, EventType, Process};
+use results::FaultPhase;
 use std::collections::{BTreeSet, HashMap};
 
 /// A lock hold as the client believed it: acquire ok → its next release invoke.
@@ -164,12 +165,12 @@ struct Faults {
 impl Faults {
     fn record(&mut self, e: &Event) {
         let key = (e.f.clone(), e.node.clone());
-        match e.value.as_str() {
-            Some("start") => {
+        match FaultPhase::of_event(e) {
+            Some(FaultPhase::Start) => {
                 // A repeated start while active keeps the first: the fault is already on.
                 self.open.entry(key).or_insert((e.time, e.error.clone()));
             }
-            Some("stop") => {
+            Some(FaultPhase::Stop) => {
                 if let Some((start, error)) = self.open.remove(&key) {
                     self.done.push(band(key, start, e.time, true, error));
                 }
@@ -285,7 +286,7 @@ mod tests {
         w.value = 3.into();
         let mut start = ev(15, Process::Named("nemesis".into()), EventType::Info, "pause");
         start.node = Some("client-1".into());
-        start.value = "start".into();
+        start.value = FaultPhase::Start.into();
         let history = vec![
             ev(5, c1.clone(), EventType::Invoke, "acquire"),
             acq,

@@ -1,16 +1,18 @@
 //! results.json: the verdict of one run, written by the harness, read by every report.
 
+use crate::{Expectation, Outcome};
 use checker::CheckResults;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct RunResults {
     pub scenario: String,
     pub description: String,
-    /// "violation" or "safe": what the scenario file says should happen.
-    pub expect: String,
-    /// "violation", "safe" or "unknown": what the checker found.
-    pub outcome: String,
+    /// What the scenario file says should happen.
+    pub expect: Expectation,
+    /// What the checker found (unknown when the run was cut short before a violation).
+    pub outcome: Outcome,
     pub matches_expectation: bool,
     pub run_id: String,
     pub backend: String,
@@ -33,20 +35,36 @@ pub struct RunResults {
 pub struct WorkerStatus {
     pub name: String,
     pub process: u64,
-    /// "finished", "died" (exited before the workload ended) or "killed" (had to be stopped).
-    pub status: String,
+    pub status: WorkerFate,
     pub exit_code: Option<i64>,
     /// Run time (ms) at which a died worker was found gone.
     pub died_at_ms: Option<u64>,
 }
 
-impl RunResults {
-    /// Maps the checker's verdict onto the scenario vocabulary.
-    pub fn outcome_of(check: &CheckResults) -> &'static str {
-        match check.outcome {
-            checker::Verdict::Invalid => "violation",
-            checker::Verdict::Valid => "safe",
-            checker::Verdict::Unknown => "unknown",
+/// How a worker's run ended.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerFate {
+    /// Exited 0 after its last round.
+    Finished,
+    /// Exited otherwise, or was gone before the workload ended.
+    Died,
+    /// Did not finish within its grace time and had to be stopped.
+    Killed,
+}
+
+impl WorkerFate {
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkerFate::Finished => "finished",
+            WorkerFate::Died => "died",
+            WorkerFate::Killed => "killed",
         }
+    }
+}
+
+impl fmt::Display for WorkerFate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }

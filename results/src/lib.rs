@@ -1,0 +1,12 @@
+//! The results of a run and their vocabulary, in a crate of their own below both the harness
+//! (which produces them) and the reports (which present them), so neither compares strings
+//! with literals: an outcome is an [`Outcome`], never `"unknown"`.
+//!
+//! Every type here serialises to the same JSON as before it was typed (lower-case words), so
+//! results.json files of older runs still read.
+
+mod run_results;
+mod vocabulary;
+
+pub use run_results::{RunResults, WorkerFate, WorkerStatus};
+pub use vocabulary::{Expectation, FaultPhase, Outcome};
