@@ -3,9 +3,10 @@
 
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
+use crate::events::FaultChange;
 use crate::faults::{fault_for, FaultContext, Injection};
 use crate::live_history::{LiveHistory, Phase};
-use crate::scenario::{FaultKind, Target, Trigger};
+use crate::scenario::{Target, Trigger};
 use crate::schedule::PlannedFault;
 use checker::{Event, EventType, Process};
 use results::FaultPhase;
@@ -17,17 +18,6 @@ const HOLDER_WAIT_MS: u64 = 5000;
 struct Active {
     injection: Injection,
     heal_at_ms: u64,
-}
-
-/// A fault that started or ended, for the run's reporter.
-#[derive(Clone, Debug)]
-pub struct FaultChange {
-    pub fault: FaultKind,
-    pub target: String,
-    pub detail: Option<String>,
-    /// Start or Stop (skipped steps are only recorded).
-    pub phase: FaultPhase,
-    pub error: Option<String>,
 }
 
 pub struct Nemesis {
@@ -145,14 +135,14 @@ impl Nemesis {
         let result = fault_for(inj.fault).inject(ctx, inj).await;
         let error = result.err().map(|e| format!("{e:#}"));
         self.record(inj, FaultPhase::Start, error.clone())?;
-        Ok(FaultChange { fault: inj.fault, target: inj.target.clone(), detail: inj.detail(), phase: FaultPhase::Start, error })
+        Ok(FaultChange { fault: inj.fault.name(), target: inj.target.clone(), detail: inj.detail(), phase: FaultPhase::Start, error })
     }
 
     async fn heal(&mut self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<FaultChange> {
         let result = fault_for(inj.fault).heal(ctx, inj).await;
         let error = result.err().map(|e| format!("{e:#}"));
         self.record(inj, FaultPhase::Stop, error.clone())?;
-        Ok(FaultChange { fault: inj.fault, target: inj.target.clone(), detail: inj.detail(), phase: FaultPhase::Stop, error })
+        Ok(FaultChange { fault: inj.fault.name(), target: inj.target.clone(), detail: inj.detail(), phase: FaultPhase::Stop, error })
     }
 
     fn record(&mut self, inj: &Injection, phase: FaultPhase, error: Option<String>) -> anyhow::Result<()> {

@@ -84,12 +84,12 @@ pub fn build_log_path() -> PathBuf {
 }
 
 /// Make sure [`IMAGE`] exists and matches the embedded inputs; build it otherwise (or when
-/// `force`). Build output lines go to `progress`'s message and to [`build_log_path`].
+/// `force`). Build output lines go to `progress` (shortened) and to [`build_log_path`].
 pub async fn ensure_image(
     docker: &bollard::Docker,
     method: BuildMethod,
     force: bool,
-    progress: &indicatif::ProgressBar,
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<EnsureOutcome> {
     let want = inputs_hash();
     let up_to_date = |img: &Option<(String, Option<String>)>| img.as_ref().and_then(|(_, label)| label.as_deref()) == Some(want.as_str());
@@ -98,7 +98,7 @@ pub async fn ensure_image(
     }
     // Runs started together (parallel tests) must not build twice: the others wait here and
     // then find the image up to date.
-    progress.set_message(format!("waiting for another build of {IMAGE}"));
+    progress(&format!("waiting for another build of {IMAGE}"));
     let _build_lock = tokio::task::spawn_blocking(lock_builds).await??;
     let old = inspect(docker, IMAGE).await?;
     if !force && up_to_date(&old) {
@@ -148,13 +148,13 @@ async fn inspect(docker: &bollard::Docker, image: &str) -> Result<Option<(String
     }
 }
 
-/// Shows `line` on the progress bar and appends it to the log.
-fn note(progress: &indicatif::ProgressBar, log: &mut std::fs::File, line: &str) {
+/// Passes `line` to `progress` and appends it to the log.
+fn note(progress: &(dyn Fn(&str) + Sync), log: &mut std::fs::File, line: &str) {
     use std::io::Write;
     let _ = writeln!(log, "{line}");
     let short = line.trim();
     if !short.is_empty() {
-        progress.set_message(short.chars().take(100).collect::<String>());
+        progress(&short.chars().take(100).collect::<String>());
     }
 }
 
@@ -180,7 +180,7 @@ impl Drop for InputsDir {
     }
 }
 
-async fn build_offline(progress: &indicatif::ProgressBar, log: &mut std::fs::File) -> Result<()> {
+async fn build_offline(progress: &(dyn Fn(&str) + Sync), log: &mut std::fs::File) -> Result<()> {
     let dir = InputsDir::create()?;
     let script = dir.0.join("build-offline.sh");
     let mut child = tokio::process::Command::new("bash")
@@ -229,7 +229,7 @@ fn forward_lines(pipe: impl AsyncRead + Unpin + Send + 'static, tx: tokio::sync:
     });
 }
 
-async fn build_dockerfile(docker: &bollard::Docker, hash: &str, progress: &indicatif::ProgressBar, log: &mut std::fs::File) -> Result<()> {
+async fn build_dockerfile(docker: &bollard::Docker, hash: &str, progress: &(dyn Fn(&str) + Sync), log: &mut std::fs::File) -> Result<()> {
     let mut tar = Vec::new();
     for (name, text) in INPUTS {
         tar_append(&mut tar, name, text.as_bytes());
@@ -378,10 +378,9 @@ mod tests {
         .negotiate_version()
         .await
         .unwrap();
-        let pb = indicatif::ProgressBar::hidden();
-        ensure_image(&docker, BuildMethod::Auto, false, &pb).await.unwrap();
+        ensure_image(&docker, BuildMethod::Auto, false, &|_| {}).await.unwrap();
         let t = Instant::now();
-        let second = ensure_image(&docker, BuildMethod::Auto, false, &pb).await.unwrap();
+        let second = ensure_image(&docker, BuildMethod::Auto, false, &|_| {}).await.unwrap();
         assert_eq!(second, EnsureOutcome::AlreadyPresent);
         assert!(t.elapsed().as_secs_f64() < 2.0);
     }

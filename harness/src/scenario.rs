@@ -57,45 +57,6 @@ pub enum Persistence {
     Appendonly,
 }
 
-impl Scenario {
-    /// The matrix column: `failure`, else the fault kinds injected, else "baseline".
-    pub fn matrix_column(&self) -> String {
-        if let Some(f) = &self.failure {
-            return f.clone();
-        }
-        let mut kinds: Vec<FaultKind> = self.nemesis.timeline.iter().map(|s| s.fault).collect();
-        kinds.extend(self.nemesis.random.iter().flat_map(|r| r.faults.iter().copied()));
-        let mut names: Vec<&str> = vec![];
-        for k in &kinds {
-            if !names.contains(&k.name()) && (*k != FaultKind::Partition || kinds.iter().all(|o| *o == FaultKind::Partition)) {
-                names.push(k.name());
-            }
-        }
-        if names.is_empty() {
-            "baseline".into()
-        } else {
-            names.join(" + ")
-        }
-    }
-
-    /// The matrix row: the backend, and the resource when it is not the unfenced ledger.
-    pub fn matrix_row(&self) -> String {
-        let resource = match (self.resource.kind, self.resource.mode) {
-            (ResourceKind::Ledger, ResourceMode::Unfenced) => None,
-            (ResourceKind::Ledger, ResourceMode::Fenced) => Some("fenced ledger"),
-            (ResourceKind::Postgres, ResourceMode::Fenced) => Some("fenced Postgres table"),
-            (ResourceKind::Postgres, ResourceMode::Unfenced) => Some("Postgres table"),
-        };
-        let persistence = (self.server.persistence == Persistence::Appendonly).then_some("appendonly");
-        let extras: Vec<&str> = [resource, persistence].into_iter().flatten().collect();
-        if extras.is_empty() {
-            self.backend.name().to_string()
-        } else {
-            format!("{}, {}", self.backend.name(), extras.join(", "))
-        }
-    }
-}
-
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum BackendKind {
@@ -229,7 +190,7 @@ pub enum ResourceKind {
     Postgres,
 }
 
-#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum ResourceMode {
     /// Accepts every write.
@@ -251,6 +212,13 @@ pub struct Nemesis {
 }
 
 impl Nemesis {
+    /// The name of every fault the scenario injects, timeline first, repeats kept.
+    pub fn fault_names(&self) -> Vec<&'static str> {
+        let timeline = self.timeline.iter().map(|s| s.fault.name());
+        let random = self.random.iter().flat_map(|r| r.faults.iter().map(|f| f.name()));
+        timeline.chain(random).collect()
+    }
+
     /// Whether any step moves a clock: the backend then runs its servers under libfaketime.
     pub fn has_clock_faults(&self) -> bool {
         self.timeline.iter().any(|s| s.fault.moves_clocks())

@@ -54,7 +54,7 @@ pub fn check_and_report(
     record: WorkloadRecord,
     interrupted: bool,
     error: Option<String>,
-    reporter: &dyn crate::progress::Reporter,
+    sink: &crate::events::EventSink,
 ) -> anyhow::Result<RunResults> {
     let s = &ctx.loaded.scenario;
     let (events, mut warnings) = ctx.dir.merge_history()?;
@@ -92,12 +92,8 @@ pub fn check_and_report(
         properties: check,
     };
     std::fs::write(ctx.dir.file("results.json"), serde_json::to_vec_pretty(&results)?)?;
-    reporter.event(crate::progress::RunEvent::Stage("report".into()));
+    sink.emit(crate::events::Event::Stage(crate::events::Stage::Report));
     std::fs::write(ctx.dir.file("report.html"), reports::run_report::render(&results, &events))?;
-    // The store's index is a convenience: a run is complete without it.
-    if let Err(e) = crate::run_store::write_index(&ctx.dir.store) {
-        tracing::warn!("cannot update {}/index.html: {e:#}", ctx.dir.store.display());
-    }
     ctx.dir.point_latest()?;
     Ok(results)
 }

@@ -6,8 +6,8 @@ mod workload;
 
 use crate::clock::RunClock;
 use crate::containers::{docker_api, teardown};
+use crate::events::{Event, EventSink, Stage};
 use crate::node_image;
-use crate::progress::{Reporter, RunEvent};
 use crate::run_store::RunDir;
 use crate::scenario::LoadedScenario;
 use results::{RunResults, WorkerStatus};
@@ -39,18 +39,24 @@ pub struct WorkloadRecord {
     pub warnings: Vec<String>,
 }
 
+/// A run that got as far as its results. `error`: why it ended early (refused, interrupted,
+/// a backend that would not start); its outcome is then never `safe`.
 pub struct RunOutcome {
     pub results: RunResults,
     pub dir: PathBuf,
+    pub error: Option<String>,
 }
 
-pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, reporter: Arc<dyn Reporter>) -> anyhow::Result<RunOutcome> {
+/// Runs one scenario end to end. Err only when the run could not get as far as a run folder
+/// with results (bad overrides, no Docker, no image); every later failure is in the outcome.
+pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSink) -> anyhow::Result<RunOutcome> {
     apply_overrides(&mut loaded, &opts);
     crate::scenario::validate_overrides(&loaded.scenario, &loaded.path)?;
     // The daemon and the image first: no run folder for a run that cannot start.
     let docker = docker_api::connect().await?;
-    reporter.event(RunEvent::Stage("image".into()));
-    node_image::ensure_image(&docker, node_image::BuildMethod::Auto, false, &reporter.spinner()).await?;
+    events.emit(Event::Stage(Stage::Image));
+    let build_line = |line: &str| events.emit(Event::ImageBuildLine(line.to_string()));
+    node_image::ensure_image(&docker, node_image::BuildMethod::Auto, false, &build_line).await?;
 
     std::fs::create_dir_all(&opts.store)?;
     let dir = RunDir::create(&opts.store, &loaded.name)?;
@@ -59,7 +65,7 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, reporter: Arc<dyn
     finalize::write_inputs(&ctx)?;
 
     let run_id = ctx.dir.run_id.clone();
-    let mut work = tokio::spawn(workload::execute(docker.clone(), ctx.clone(), reporter.clone()));
+    let mut work = tokio::spawn(workload::execute(docker.clone(), ctx.clone(), events.clone()));
     let (record, interrupted, error) = tokio::select! {
         joined = &mut work => match joined {
             Ok(Ok(record)) => (record, false, None),
@@ -73,18 +79,13 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, reporter: Arc<dyn
         }
     };
 
-    reporter.event(RunEvent::Stage("teardown".into()));
+    events.emit(Event::Stage(Stage::Teardown));
     finalize::save_container_logs(&docker, &run_id, &ctx.dir).await;
     let removed = teardown::remove_labelled(&docker, Some(&run_id)).await;
-    reporter.event(RunEvent::Stage("check".into()));
-    let results = finalize::check_and_report(&ctx, record, interrupted, error.clone(), reporter.as_ref())?;
-    reporter.finish();
+    events.emit(Event::Stage(Stage::Check));
+    let results = finalize::check_and_report(&ctx, record, interrupted, error.clone(), events)?;
     removed?;
-    if let Some(e) = error {
-        // The evidence is saved; the run itself still failed.
-        anyhow::bail!("{e} (partial results in {})", ctx.dir.path.display());
-    }
-    Ok(RunOutcome { results, dir: ctx.dir.path.clone() })
+    Ok(RunOutcome { results, dir: ctx.dir.path.clone(), error })
 }
 
 fn apply_overrides(loaded: &mut LoadedScenario, opts: &RunOptions) {

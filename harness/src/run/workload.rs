@@ -3,12 +3,13 @@
 use super::{RunContext, WorkloadRecord};
 use crate::containers::{Cluster, ContainerSpec, Role};
 use crate::event_log::EventLog;
+use crate::events::FaultChange;
+use crate::events::{Event, EventSink, Stage};
 use crate::faults::FaultContext;
 use crate::live_history::LiveHistory;
 use crate::lock_backends;
-use crate::nemesis::{FaultChange, Nemesis};
+use crate::nemesis::Nemesis;
 use crate::node_image::IMAGE;
-use crate::progress::{Reporter, RunEvent};
 use crate::resource::postgres_table;
 use crate::scenario::ResourceKind;
 use crate::schedule;
@@ -26,9 +27,9 @@ const BIN: &str = "/usr/local/bin/lockchaos";
 /// The run folder inside every container.
 const RUN_MOUNT: &str = "/lockchaos/run";
 
-pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Reporter>) -> anyhow::Result<WorkloadRecord> {
+pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink) -> anyhow::Result<WorkloadRecord> {
     let s = &ctx.loaded.scenario;
-    reporter.event(RunEvent::Stage("provision".into()));
+    events.emit(Event::Stage(Stage::Provision));
     let mut cluster = Cluster::create(docker, &ctx.dir.run_id, IMAGE, ctx.seed).await?;
     let backend = lock_backends::setup_for(s);
     let binds = vec![
@@ -95,7 +96,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
             crate::faults::fault_for(kind).preflight(&fault_ctx).await?;
         }
         for change in nemesis.tick(&fault_ctx, &live, 0).await? {
-            report_fault(&reporter, &mut record, change);
+            report_fault(&events, &mut record, change);
         }
     }
     let workload_start = ctx.clock.now();
@@ -120,7 +121,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
         cluster.start(spec(format!("client-{k}"), Role::Worker, cmd)).await?;
     }
 
-    reporter.event(RunEvent::Stage("workload".into()));
+    events.emit(Event::Stage(Stage::Workload));
     let fault_ctx = FaultContext { cluster: &cluster, backend: backend.as_ref() };
     let mut died: BTreeMap<u64, WorkerStatus> = BTreeMap::new();
     let mut last_state_check = Instant::now();
@@ -133,22 +134,22 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, reporter: Arc<dyn Rep
             let elapsed_ms = (now - workload_start) / 1_000_000;
             live.poll();
             for change in nemesis.tick(&fault_ctx, &live, elapsed_ms).await? {
-                report_fault(&reporter, &mut record, change);
+                report_fault(&events, &mut record, change);
             }
             if last_state_check.elapsed() > Duration::from_secs(2) {
                 last_state_check = Instant::now();
-                find_dead_workers(&cluster, &ctx, s.clients as u64, &mut died, &reporter).await?;
+                find_dead_workers(&cluster, &ctx, s.clients as u64, &mut died, &events).await?;
             }
-            reporter.event(RunEvent::Workload { elapsed_ms, total_ms: limit_ms });
+            events.emit(Event::Workload { elapsed_ms, total_ms: limit_ms });
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
     .await;
 
     // Heal before anything else, whatever happened: a stopped worker must not stay stopped.
-    reporter.event(RunEvent::Stage("stop".into()));
+    events.emit(Event::Stage(Stage::Stop));
     for change in nemesis.heal_all(&fault_ctx).await? {
-        report_fault(&reporter, &mut record, change);
+        report_fault(&events, &mut record, change);
     }
     result?;
     let grace =
@@ -187,17 +188,11 @@ fn ledger_cmd(ctx: &RunContext) -> Vec<String> {
     ]
 }
 
-fn report_fault(reporter: &Arc<dyn Reporter>, record: &mut WorkloadRecord, change: FaultChange) {
-    let verb = change.phase;
-    let detail = change.detail.map(|d| format!(" ({d})")).unwrap_or_default();
-    let description = format!("{} {} {}{detail}", change.fault.name(), verb, change.target);
-    if let Some(e) = change.error {
-        let w = format!("{description} failed: {e}");
-        reporter.event(RunEvent::Warning(w.clone()));
-        record.warnings.push(w);
-    } else {
-        reporter.event(RunEvent::Fault { description });
+fn report_fault(events: &EventSink, record: &mut WorkloadRecord, change: FaultChange) {
+    if change.error.is_some() {
+        record.warnings.push(change.to_string());
     }
+    events.emit(Event::Fault(change));
 }
 
 /// A worker that is gone before the workload ends has died; its events so far are kept.
@@ -206,7 +201,7 @@ async fn find_dead_workers(
     ctx: &RunContext,
     clients: u64,
     died: &mut BTreeMap<u64, WorkerStatus>,
-    reporter: &Arc<dyn Reporter>,
+    events: &EventSink,
 ) -> anyhow::Result<()> {
     for k in 1..=clients {
         if died.contains_key(&k) {
@@ -215,7 +210,7 @@ async fn find_dead_workers(
         let (running, exit_code) = cluster.state(&format!("client-{k}")).await?;
         if !running {
             let at = ctx.clock.now() / 1_000_000;
-            reporter.event(RunEvent::Warning(format!("worker client-{k} died (exit code {exit_code:?}) at {:.1} s", at as f64 / 1000.0)));
+            events.emit(Event::WorkerDied { name: format!("client-{k}"), exit_code, at_ms: at });
             died.insert(
                 k,
                 WorkerStatus { name: format!("client-{k}"), process: k, status: WorkerFate::Died, exit_code, died_at_ms: Some(at) },

@@ -175,22 +175,3 @@ fn bad_files_give_one_line_naming_file_line_and_field() {
         assert!(err.starts_with(want), "{what}:\n  got  {err}\n  want {want}");
     }
 }
-
-#[test]
-fn shipped_scenarios_sit_in_the_matrix_where_a_reader_looks_for_them() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let cases = [
-        ("redis-single-baseline", "redis-single", "baseline"),
-        ("redlock-clock-jump", "redlock", "clock-jump"),
-        ("redis-sentinel-failover", "redis-sentinel", "failover"),
-        ("etcd-pause-fenced", "etcd, fenced ledger", "pause"),
-        ("etcd-pause-fenced-postgres-table", "etcd, fenced Postgres table", "pause"),
-        ("redis-single-restart-persistence", "redis-single, appendonly", "kill"),
-        ("postgres-session-external-resource-kill", "postgres-session", "pause + kill-session"),
-        ("redis-single-partition", "redis-single", "partition"),
-    ];
-    for (name, row, column) in cases {
-        let s = load_file(&dir.join(format!("{name}.toml"))).unwrap().scenario;
-        assert_eq!((s.matrix_row().as_str(), s.matrix_column().as_str()), (row, column), "{name}");
-    }
-}

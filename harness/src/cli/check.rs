@@ -13,12 +13,22 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-pub struct CheckArgs {
-    pub file: PathBuf,
-    pub model: Option<ModelKind>,
-    pub format: Option<HistoryFormat>,
-    pub timeout: Duration,
-    pub json: bool,
+#[derive(clap::Args)]
+pub struct Args {
+    /// history.jsonl, a Jepsen history.edn, or a run folder.
+    file: PathBuf,
+    /// Check linearizability against this model (its verdict then decides).
+    #[arg(long, value_parser = |s: &str| s.parse::<ModelKind>())]
+    model: Option<ModelKind>,
+    /// jsonl or edn (default: from the extension, else from the content).
+    #[arg(long, value_parser = |s: &str| s.parse::<HistoryFormat>().map_err(|e| e.to_string()))]
+    format: Option<HistoryFormat>,
+    /// Seconds for the linearizability search; past it the verdict is unknown.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+    /// Print the results object as JSON on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Serialize)]
@@ -32,13 +42,13 @@ struct CheckReport {
     linearizability: Option<linearizability::Linearizability>,
 }
 
-pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let file = history_path(&args.file);
     let parsed = checker::read_history_file_as(&file, args.format)?;
     let properties = checker::check(&parsed.events, &CheckOptions::default());
     let lin = args
         .model
-        .map(|m| linearizability::check(&parsed.events, m, args.timeout))
+        .map(|m| linearizability::check(&parsed.events, m, Duration::from_secs(args.timeout)))
         .transpose()
         .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let outcome = lin.as_ref().map(|l| l.verdict).unwrap_or(properties.outcome);

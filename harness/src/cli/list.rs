@@ -1,0 +1,24 @@
+//! `lockchaos list`: the scenarios, with their expectations and descriptions; a broken file is
+//! listed as its one-line error.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Scenario folder (default: ./scenarios, else the one in the source tree).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let entries = harness::scenario_catalog::list(args.dir.as_deref())?;
+    let width = entries.iter().filter_map(|e| e.as_ref().ok()).map(|s| s.name.len()).max().unwrap_or(0);
+    for entry in entries {
+        match entry {
+            Ok(s) => println!("{:<width$} {:<10} {}", s.name, s.scenario.expect.to_string(), s.scenario.description),
+            Err(e) => println!("{e}"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

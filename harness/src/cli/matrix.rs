@@ -1,0 +1,45 @@
+//! `lockchaos matrix`: runs the chosen scenarios and measures the backend-by-failure table
+//! (`STORE/matrix.json`, `STORE/matrix.html`), with `--junit` one test case per run.
+
+use harness::events::EventSink;
+use harness::reporters::{self, junit::Junit, matrix::MatrixReport};
+use harness::run::RunOptions;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Scenario names to run, as globs (`redis-*`), comma-separated (default: all).
+    #[arg(long, default_value = "*")]
+    scenarios: String,
+    /// Runs of each scenario.
+    #[arg(long, default_value_t = 1)]
+    runs: u32,
+    /// Seconds of workload per run (overrides each scenario's time_limit_secs).
+    #[arg(long)]
+    time_limit: Option<u64>,
+    /// Where run folders and the matrix go.
+    #[arg(long, default_value = "store")]
+    store: PathBuf,
+    /// Also write JUnit XML here: one test case per run.
+    #[arg(long)]
+    junit: Option<PathBuf>,
+    /// Only the per-run lines and the table.
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let chosen = harness::matrix::select(&args.scenarios)?;
+    std::fs::create_dir_all(&args.store)?;
+    let mut reporters = reporters::standard(args.quiet);
+    reporters.push(Box::new(MatrixReport::new(args.store.clone())));
+    if let Some(file) = args.junit {
+        reporters.push(Box::new(Junit::new(file)));
+    }
+    let events = EventSink::new(reporters);
+    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: None, clients: None };
+    let code = harness::matrix::run_matrix(chosen, args.runs, &opts, &events).await;
+    events.finish()?;
+    Ok(ExitCode::from(code))
+}

@@ -1,0 +1,63 @@
+//! The commands: each file holds one command's arguments (clap) and its `run`, which calls the
+//! library and turns the result into an exit status.
+
+mod check;
+mod clean;
+mod image;
+mod list;
+mod matrix;
+mod resource;
+mod scenario;
+mod worker;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "lockchaos", version, about = "Jepsen-style fault injection for distributed locks")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run one scenario (a name from `lockchaos list`, or a path to a TOML file).
+    Scenario(scenario::Args),
+    /// Run many scenarios and measure the backend-by-failure table: matrix.json and
+    /// matrix.html in the store. Exit 0 when every cell matched its expectation in every run.
+    Matrix(matrix::Args),
+    /// Check a history (ours or Jepsen's EDN) or a run folder: lock safety, fencing, holder
+    /// overlap, and with --model linearizability. Exit 0 valid, 1 invalid, 2 unknown or error.
+    Check(check::Args),
+    /// List the scenarios with their expectations and descriptions.
+    List(list::Args),
+    /// Remove every container and network that a lockchaos run left behind (runs whose
+    /// lockchaos process is gone); `--all` also those of runs still going.
+    Clean(clean::Args),
+    /// The node image.
+    Image {
+        #[command(subcommand)]
+        command: image::Command,
+    },
+    /// Run one lock client (inside a worker container; started by `scenario`).
+    #[command(hide = true)]
+    Worker(worker::Args),
+    /// Serve the protected resource, a ledger of counters that logs every request.
+    Resource(resource::Args),
+}
+
+impl Command {
+    pub async fn run(self) -> anyhow::Result<ExitCode> {
+        match self {
+            Command::Scenario(args) => scenario::run(args).await,
+            Command::Matrix(args) => matrix::run(args).await,
+            Command::Check(args) => check::run(args),
+            Command::List(args) => list::run(args),
+            Command::Clean(args) => clean::run(args).await,
+            Command::Image { command } => image::run(command).await,
+            Command::Worker(args) => worker::run(args).await,
+            Command::Resource(args) => resource::run(args).await,
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! `lockchaos resource`: the protected ledger on its own (a run starts it in its container).
+
+use harness::clock::{monotonic_ns, RunClock};
+use harness::scenario::ResourceMode;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long, default_value = "0.0.0.0:7000")]
+    listen: SocketAddr,
+    #[arg(long, value_enum, default_value = "unfenced")]
+    mode: ResourceMode,
+    /// JSON-lines log of every request, in the order received.
+    #[arg(long)]
+    log: PathBuf,
+    /// The run's time origin (CLOCK_MONOTONIC, ns); default: now.
+    #[arg(long)]
+    t0_ns: Option<u64>,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let clock = RunClock { t0_ns: args.t0_ns.unwrap_or_else(monotonic_ns) };
+    harness::resource::server::serve(args.listen, args.mode, &args.log, clock).await?;
+    Ok(ExitCode::SUCCESS)
+}

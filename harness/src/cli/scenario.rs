@@ -1,0 +1,49 @@
+//! `lockchaos scenario NAME [--test-count N]`: one or more runs of a scenario.
+
+use harness::events::EventSink;
+use harness::reporters::{self, junit::Junit};
+use harness::run::RunOptions;
+use harness::{scenario_catalog, series};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A scenario name (see `lockchaos list`) or a path to a TOML file.
+    name: String,
+    /// Seconds of workload (overrides the scenario's time_limit_secs).
+    #[arg(long)]
+    time_limit: Option<u64>,
+    /// Seed for random schedules (overrides the scenario's; otherwise one is drawn and recorded).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Where run folders go.
+    #[arg(long, default_value = "store")]
+    store: PathBuf,
+    /// Number of lock clients (overrides the scenario's).
+    #[arg(long)]
+    clients: Option<u32>,
+    /// Only the final verdict line (and warnings).
+    #[arg(long)]
+    quiet: bool,
+    /// Run the scenario this many times and print a tally (exit 0 only if every run matched).
+    #[arg(long, default_value_t = 1)]
+    test_count: u32,
+    /// Also write JUnit XML here: one test case per run.
+    #[arg(long)]
+    junit: Option<PathBuf>,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let loaded = scenario_catalog::resolve(&args.name)?;
+    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: args.seed, clients: args.clients };
+    let mut reporters = reporters::standard(args.quiet);
+    if let Some(file) = args.junit {
+        reporters.push(Box::new(Junit::new(file)));
+    }
+    let events = EventSink::new(reporters);
+    let series = series::run_series(Arc::new(loaded), &opts, args.test_count, &events).await;
+    events.finish()?;
+    Ok(ExitCode::from(series.exit_code()))
+}

@@ -1,0 +1,24 @@
+//! The lockchaos harness as a library: scenarios, containers, lock backends, faults, the
+//! nemesis, workers, the protected resource, runs, series and matrices, and the reporters that
+//! consume their events. The `lockchaos` binary (src/main.rs, src/cli/) is a thin command line
+//! over it. docs/architecture.md describes the parts and how a run flows through them.
+
+pub mod clock;
+pub mod containers;
+pub mod event_log;
+pub mod events;
+pub mod faults;
+pub mod live_history;
+pub mod lock_backends;
+pub mod matrix;
+pub mod nemesis;
+pub mod node_image;
+pub mod reporters;
+pub mod resource;
+pub mod run;
+pub mod run_store;
+pub mod scenario;
+pub mod scenario_catalog;
+pub mod schedule;
+pub mod series;
+pub mod worker;

@@ -1,0 +1,141 @@
+//! The measured backend × failure table: collects every finished run with its cell, and when
+//! the work is done writes `STORE/matrix.json` and `STORE/matrix.html` (linking every run's
+//! report) and prints the cells as plain lines.
+
+use crate::events::{Event, Reporter};
+use crate::scenario::Persistence;
+use crate::scenario::{ResourceKind, ResourceMode, Scenario};
+use anyhow::Context;
+use reports::{matrix, Matrix, MatrixRun};
+use results::RunResults;
+use std::path::{Path, PathBuf};
+
+pub struct MatrixReport {
+    store: PathBuf,
+    /// (results, row, column, run folder) of every finished run.
+    runs: Vec<(RunResults, String, String, PathBuf)>,
+}
+
+impl MatrixReport {
+    pub fn new(store: PathBuf) -> Self {
+        MatrixReport { store, runs: vec![] }
+    }
+}
+
+impl Reporter for MatrixReport {
+    fn report(&mut self, event: &Event) {
+        match event {
+            Event::SeriesStarted { scenario, runs } => {
+                let s = &scenario.scenario;
+                println!("== {} ({} × {}), {runs} run(s)", scenario.name, row(s), column(s));
+            }
+            Event::RunFinished { scenario, results, dir, .. } => {
+                let s = &scenario.scenario;
+                self.runs.push(((**results).clone(), row(s), column(s), dir.clone()));
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self) -> anyhow::Result<()> {
+        let store = self.store.canonicalize().unwrap_or(self.store.clone());
+        let runs: Vec<MatrixRun> = self
+            .runs
+            .iter()
+            .map(|(results, row, column, dir)| MatrixRun {
+                results,
+                row: row.clone(),
+                column: column.clone(),
+                report: relative(&store, &dir.join("report.html")),
+            })
+            .collect();
+        let m = Matrix::from_runs(&runs);
+        let json = store.join("matrix.json");
+        std::fs::write(&json, serde_json::to_vec_pretty(&m)?).with_context(|| format!("writing {}", json.display()))?;
+        let html = store.join("matrix.html");
+        std::fs::write(&html, matrix::render_html(&m, "lockchaos matrix")).with_context(|| format!("writing {}", html.display()))?;
+        for c in &m.cells {
+            println!(
+                "{:<40} {:<22} violation {}/{} (expect {}) lost {} rejected {} acquired {} {}",
+                c.row,
+                c.column,
+                c.runs_with_violation,
+                c.runs,
+                c.expect.join("/"),
+                c.lost_updates,
+                c.stale_writes_rejected,
+                c.acquire_success_rate.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "-".into()),
+                if c.matches_expectation { "matches" } else { "DOES NOT MATCH" }
+            );
+        }
+        let verdict = if m.all_match { "every cell matched its expectation" } else { "some cells did not match" };
+        println!("matrix: {} — {verdict}", html.display());
+        Ok(())
+    }
+}
+
+fn relative(base: &Path, path: &Path) -> String {
+    let path = path.canonicalize().unwrap_or(path.to_path_buf());
+    path.strip_prefix(base).map(|p| p.display().to_string()).unwrap_or_else(|_| path.display().to_string())
+}
+
+/// The matrix column: the scenario's `failure`, else the fault kinds it injects (partitions
+/// that only set the stage for another fault left out), else "baseline".
+pub fn column(s: &Scenario) -> String {
+    if let Some(f) = &s.failure {
+        return f.clone();
+    }
+    let kinds = s.nemesis.fault_names();
+    let mut names: Vec<&str> = vec![];
+    for k in &kinds {
+        if !names.contains(k) && (*k != "partition" || kinds.iter().all(|o| *o == "partition")) {
+            names.push(k);
+        }
+    }
+    if names.is_empty() {
+        "baseline".into()
+    } else {
+        names.join(" + ")
+    }
+}
+
+/// The matrix row: the backend, and the resource when it is not the unfenced ledger.
+pub fn row(s: &Scenario) -> String {
+    let resource = match (s.resource.kind, s.resource.mode) {
+        (ResourceKind::Ledger, ResourceMode::Unfenced) => None,
+        (ResourceKind::Ledger, ResourceMode::Fenced) => Some("fenced ledger"),
+        (ResourceKind::Postgres, ResourceMode::Fenced) => Some("fenced Postgres table"),
+        (ResourceKind::Postgres, ResourceMode::Unfenced) => Some("Postgres table"),
+    };
+    let persistence = (s.server.persistence == Persistence::Appendonly).then_some("appendonly");
+    let extras: Vec<&str> = [resource, persistence].into_iter().flatten().collect();
+    if extras.is_empty() {
+        s.backend.name().to_string()
+    } else {
+        format!("{}, {}", s.backend.name(), extras.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{column, row};
+
+    #[test]
+    fn shipped_scenarios_sit_in_the_matrix_where_a_reader_looks_for_them() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let cases = [
+            ("redis-single-baseline", "redis-single", "baseline"),
+            ("redlock-clock-jump", "redlock", "clock-jump"),
+            ("redis-sentinel-failover", "redis-sentinel", "failover"),
+            ("etcd-pause-fenced", "etcd, fenced ledger", "pause"),
+            ("etcd-pause-fenced-postgres-table", "etcd, fenced Postgres table", "pause"),
+            ("redis-single-restart-persistence", "redis-single, appendonly", "kill"),
+            ("postgres-session-external-resource-kill", "postgres-session", "pause + kill-session"),
+            ("redis-single-partition", "redis-single", "partition"),
+        ];
+        for (name, want_row, want_column) in cases {
+            let s = crate::scenario::load_file(&dir.join(format!("{name}.toml"))).unwrap().scenario;
+            assert_eq!((row(&s).as_str(), column(&s).as_str()), (want_row, want_column), "{name}");
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! store/index.html, rewritten after each run from every run folder's results.json.
+
+use crate::events::{Event, Reporter};
+
+pub struct StoreIndex;
+
+impl Reporter for StoreIndex {
+    fn report(&mut self, event: &Event) {
+        if let Event::RunFinished { dir, .. } = event {
+            // The run folder's parent's parent is the store: STORE/<scenario>/<time>/.
+            let Some(store) = dir.parent().and_then(|p| p.parent()) else { return };
+            // The index is a convenience: a run is complete without it.
+            if let Err(e) = crate::run_store::write_index(store) {
+                eprintln!("warning: cannot update {}/index.html: {e:#}", store.display());
+            }
+        }
+    }
+}

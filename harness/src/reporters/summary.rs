@@ -1,0 +1,78 @@
+//! Each run's verdict as one line on stdout, the dead workers under it, and a tally when a
+//! series has several runs:
+//! `tally: 9/10 runs matched (violation expected: violation 9, safe 1, unknown 0); …`.
+//! Run errors go to stderr.
+
+use crate::events::{Event, Reporter};
+use results::{Outcome, RunResults, WorkerFate};
+use std::path::Path;
+
+#[derive(Default)]
+pub struct Summary {
+    /// The finished runs of the series in progress.
+    series: Vec<RunResults>,
+    planned: u32,
+}
+
+impl Reporter for Summary {
+    fn report(&mut self, event: &Event) {
+        match event {
+            Event::SeriesStarted { runs, .. } => {
+                self.series.clear();
+                self.planned = *runs;
+            }
+            Event::RunFinished { iteration, runs, results, dir, .. } => {
+                println!("{}", run_line(&prefix(*iteration, *runs), results, &dir.join("report.html")));
+                for w in results.workers.iter().filter(|w| w.status != WorkerFate::Finished) {
+                    println!("  worker {} {} (exit code {:?})", w.name, w.status, w.exit_code);
+                }
+                self.series.push((**results).clone());
+            }
+            Event::RunFailed { iteration, runs, error, .. } => eprintln!("{}error: {error}", prefix(*iteration, *runs)),
+            Event::SeriesFinished { .. } if self.planned > 1 => println!("{}", tally(&self.series, self.planned)),
+            _ => {}
+        }
+    }
+}
+
+fn prefix(iteration: u32, runs: u32) -> String {
+    if runs > 1 {
+        format!("run {iteration}/{runs}: ")
+    } else {
+        String::new()
+    }
+}
+
+pub fn run_line(prefix: &str, r: &RunResults, report: &Path) -> String {
+    let rs = &r.properties.resource_safety;
+    format!(
+        "{prefix}{}: outcome {} (expected {}) — lost updates {}, interleaved sections {}, accepted writes {}, stale writes rejected {} — {}",
+        r.scenario,
+        r.outcome,
+        r.expect,
+        rs.lost_updates,
+        rs.interleaved_sections,
+        rs.accepted_writes,
+        rs.rejected_writes,
+        report.display()
+    )
+}
+
+pub fn tally(runs: &[RunResults], planned: u32) -> String {
+    let Some(first) = runs.first() else {
+        return format!("tally: no run finished of {planned}");
+    };
+    let count = |o: Outcome| runs.iter().filter(|r| r.outcome == o).count();
+    let matched = runs.iter().filter(|r| r.matches_expectation).count();
+    let lost: u64 = runs.iter().map(|r| r.properties.resource_safety.lost_updates).sum();
+    let acked: u64 = runs.iter().map(|r| r.properties.resource_safety.acknowledged_increments).sum();
+    let share = if acked > 0 { 100.0 * lost as f64 / acked as f64 } else { 0.0 };
+    format!(
+        "tally: {matched}/{} runs matched ({} expected: violation {}, safe {}, unknown {}); {lost} of {acked} acknowledged updates lost ({share:.1}%)",
+        runs.len(),
+        first.expect,
+        count(Outcome::Violation),
+        count(Outcome::Safe),
+        count(Outcome::Unknown),
+    )
+}
