@@ -4,10 +4,11 @@
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
 use crate::events::FaultChange;
-use crate::faults::{fault_for, FaultContext, Injection};
+use crate::faults::{FaultContext, Injection};
 use crate::live_history::{LiveHistory, Phase};
-use crate::scenario::{Target, Trigger};
+use crate::scenario::Trigger;
 use crate::schedule::PlannedFault;
+use crate::target::Target;
 use checker::{Event, EventType, Process};
 use results::FaultPhase;
 use std::collections::VecDeque;
@@ -79,7 +80,10 @@ impl Nemesis {
                 _ if waiting => None,
                 Target::Client(k) => Some(format!("client-{k}")),
                 Target::Node(k) => Some(format!("n{k}")),
-                Target::Leader => ctx.backend.leader(ctx.cluster).await?,
+                Target::Leader => match ctx.backend.leader() {
+                    Ok(leader) => leader.leader(ctx.cluster).await?,
+                    Err(why) => anyhow::bail!("target leader: {why}"),
+                },
                 Target::Holder => section.first().map(|c| format!("client-{c}")),
                 Target::AllNodes => Some("nodes".into()),
                 Target::RandomClient | Target::RandomNode => unreachable!("schedule::plan draws random targets"),
@@ -89,7 +93,7 @@ impl Nemesis {
                     break; // wait for a holder; later steps wait behind this one
                 }
                 self.pending.pop_front();
-                let injection = Injection { fault: step.fault, target: "none".into(), from: vec![], params: step.params };
+                let injection = Injection { fault: step.fault.clone(), target: "none".into() };
                 let why = if triggered {
                     let who = step.by.map_or("no client".to_string(), |b| format!("client-{b} never"));
                     let what = match trigger {
@@ -109,8 +113,7 @@ impl Nemesis {
                 self.fired_group = Some(step.at_ms);
                 self.group_holders = section;
             }
-            let injection =
-                Injection { fault: step.fault, target, from: step.from.iter().map(|t| t.to_string()).collect(), params: step.params };
+            let injection = Injection { fault: step.fault, target };
             if self.active.iter().any(|a| a.injection == injection) {
                 self.record(&injection, FaultPhase::Skipped, Some("already active".into()))?;
                 continue;
@@ -132,14 +135,14 @@ impl Nemesis {
     }
 
     async fn inject(&mut self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<FaultChange> {
-        let result = fault_for(inj.fault).inject(ctx, inj).await;
+        let result = inj.fault.action().inject(ctx, &inj.target).await;
         let error = result.err().map(|e| format!("{e:#}"));
         self.record(inj, FaultPhase::Start, error.clone())?;
         Ok(FaultChange { fault: inj.fault.name(), target: inj.target.clone(), detail: inj.detail(), phase: FaultPhase::Start, error })
     }
 
     async fn heal(&mut self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<FaultChange> {
-        let result = fault_for(inj.fault).heal(ctx, inj).await;
+        let result = inj.fault.action().heal(ctx, &inj.target).await;
         let error = result.err().map(|e| format!("{e:#}"));
         self.record(inj, FaultPhase::Stop, error.clone())?;
         Ok(FaultChange { fault: inj.fault.name(), target: inj.target.clone(), detail: inj.detail(), phase: FaultPhase::Stop, error })

@@ -1,66 +1,53 @@
 //! The fault schedule: the scenario's fixed timeline plus faults drawn from the seed, merged into
 //! one list ordered by start time. Same scenario and seed → same schedule.
 
-use crate::scenario::{FaultKind, FaultParams, Nemesis, Target, Trigger};
+use crate::faults::Fault;
+use crate::scenario::{Nemesis, Trigger};
+use crate::target::Target;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PlannedFault {
     /// Milliseconds after the workload starts.
     pub at_ms: u64,
-    pub fault: FaultKind,
-    /// `Client(k)`, `Node(k)` or `Holder`; random targets are drawn here.
+    /// The fault with its parameters; random members among them already drawn.
+    pub fault: Fault,
+    /// `Client(k)`, `Node(k)`, `Holder`, `Leader` or `AllNodes`; random targets are drawn here.
     pub target: Target,
     pub duration_ms: u64,
     pub when: Option<Trigger>,
     /// Only this client (process number) fires the trigger.
     pub by: Option<u64>,
-    /// partition: the members the target is cut off from (random ones drawn).
-    pub from: Vec<Target>,
-    pub params: FaultParams,
 }
 
 pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, seed: u64) -> Vec<PlannedFault> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let resolve = |t: &Target, rng: &mut StdRng| match t {
+    let draw = |t: &Target, rng: &mut StdRng| match t {
         Target::RandomClient => Target::Client(rng.random_range(1..=clients)),
         Target::RandomNode => Target::Node(rng.random_range(1..=nodes.max(1))),
         other => other.clone(),
     };
-    let mut plan: Vec<PlannedFault> = nemesis
-        .timeline
-        .iter()
-        .map(|s| PlannedFault {
-            at_ms: s.at_ms,
-            fault: s.fault,
-            target: resolve(&s.target, &mut rng),
-            duration_ms: s.duration_ms,
-            when: s.when,
-            by: match s.by {
-                Some(Target::Client(k)) => Some(k as u64),
-                _ => None,
-            },
-            from: s.from.iter().map(|t| resolve(t, &mut rng)).collect(),
-            params: s.params(),
-        })
-        .collect();
+    let mut plan: Vec<PlannedFault> = vec![];
+    for s in &nemesis.timeline {
+        let target = draw(&s.target, &mut rng);
+        let mut fault = s.fault.clone();
+        for member in fault.action_mut().members_mut() {
+            *member = draw(member, &mut rng);
+        }
+        let by = match s.by {
+            Some(Target::Client(k)) => Some(k as u64),
+            _ => None,
+        };
+        plan.push(PlannedFault { at_ms: s.at_ms, fault, target, duration_ms: s.duration_ms, when: s.when, by });
+    }
     if let Some(r) = &nemesis.random {
         let mut at = r.start_ms;
         while at < time_limit_ms {
-            let fault = r.faults[rng.random_range(0..r.faults.len())];
+            let fault = r.faults[rng.random_range(0..r.faults.len())].clone();
             let duration_ms = rng.random_range(r.duration_ms[0]..=r.duration_ms[1]);
-            let target = resolve(&r.target, &mut rng);
-            plan.push(PlannedFault {
-                at_ms: at,
-                fault,
-                target,
-                duration_ms,
-                when: None,
-                by: None,
-                from: vec![],
-                params: FaultParams::default(),
-            });
+            let target = draw(&r.target, &mut rng);
+            plan.push(PlannedFault { at_ms: at, fault, target, duration_ms, when: None, by: None });
             at += duration_ms + rng.random_range(r.interval_ms[0]..=r.interval_ms[1]);
         }
     }
@@ -73,23 +60,15 @@ mod tests {
     use super::*;
     use crate::scenario::{RandomFaults, TimelineStep};
 
+    fn pause() -> Fault {
+        Fault::from_params("pause", toml::Table::new()).unwrap()
+    }
+
     fn nemesis() -> Nemesis {
         Nemesis {
-            timeline: vec![TimelineStep {
-                at_ms: 500,
-                fault: FaultKind::Pause,
-                target: Target::Holder,
-                duration_ms: 100,
-                when: None,
-                by: None,
-                from: vec![],
-                offset_ms: None,
-                period_ms: None,
-                delay_ms: None,
-                shape: None,
-            }],
+            timeline: vec![TimelineStep { at_ms: 500, fault: pause(), target: Target::Holder, duration_ms: 100, when: None, by: None }],
             random: Some(RandomFaults {
-                faults: vec![FaultKind::Pause],
+                faults: vec![pause()],
                 target: Target::RandomClient,
                 start_ms: 1000,
                 interval_ms: [200, 800],
@@ -108,19 +87,7 @@ mod tests {
     #[test]
     fn random_faults_respect_ranges_and_do_not_overlap() {
         let p = plan(&nemesis(), 3, 5, 20_000, 42);
-        assert_eq!(
-            p[0],
-            PlannedFault {
-                at_ms: 500,
-                fault: FaultKind::Pause,
-                target: Target::Holder,
-                duration_ms: 100,
-                when: None,
-                by: None,
-                from: vec![],
-                params: FaultParams::default()
-            }
-        );
+        assert_eq!(p[0], PlannedFault { at_ms: 500, fault: pause(), target: Target::Holder, duration_ms: 100, when: None, by: None });
         let random: Vec<_> = p.iter().filter(|f| f.target != Target::Holder).collect();
         assert!(random.len() > 10, "{random:?}");
         for w in random.windows(2) {
@@ -131,5 +98,15 @@ mod tests {
             assert!((100..=300).contains(&f.duration_ms) && f.at_ms < 20_000 && f.at_ms >= 1000);
             assert!(matches!(f.target, Target::Client(1..=3)));
         }
+    }
+
+    #[test]
+    fn random_members_of_a_partition_are_drawn_too() {
+        let text = "at_ms = 0\ntarget = \"random-client\"\nduration_ms = 100\nfault = \"partition\"\nfrom = [\"random-node\"]\n";
+        let step: TimelineStep = toml::from_str(text).unwrap();
+        let p = plan(&Nemesis { timeline: vec![step], random: None }, 2, 3, 1000, 1);
+        let Fault::Partition(partition) = &p[0].fault else { panic!("{p:?}") };
+        assert!(matches!(p[0].target, Target::Client(1..=2)), "{p:?}");
+        assert!(matches!(partition.from[..], [Target::Node(1..=3)]), "{p:?}");
     }
 }

@@ -6,12 +6,13 @@
 
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
+use crate::lock_backends::LockParams;
 use crate::lock_backends::{self, ClientConfig, Grant, LockClient, LockError, TxResource};
 use crate::resource::client::{CallError, ResourceClient};
 use crate::resource::postgres_table::PostgresTable;
 use crate::resource::protocol::Request;
 use crate::resource::ResourceCall;
-use crate::scenario::{LockParams, ResourceKind, ResourceParams, Workload};
+use crate::resource::{ResourceKind, ResourceParams};
 use checker::{Event, EventType, Process};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -34,6 +35,64 @@ pub struct WorkerConfig {
     #[serde(default)]
     pub resource_params: ResourceParams,
     pub events: PathBuf,
+}
+
+/// The `[workload]` table: what each client does in a round.
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// The lock name and the resource's counter key.
+    #[serde(default = "defaults::key")]
+    pub key: String,
+    /// Time spent holding the lock between the read and the write.
+    #[serde(default = "defaults::work_ms")]
+    pub work_ms: u64,
+    /// Pause between rounds.
+    #[serde(default = "defaults::think_ms")]
+    pub think_ms: u64,
+    /// Timeout of one backend or resource request; past it the outcome is unknown (info).
+    #[serde(default = "defaults::op_timeout_ms")]
+    pub op_timeout_ms: u64,
+    /// Just before the write, skip it (history: write fail, "session lost; write not sent")
+    /// when the lock client knows its session is gone (etcd: lease expired or not renewed).
+    #[serde(default)]
+    pub honour_session_loss: bool,
+    /// Just before the write, check that the grant is still valid (validity_ms from the
+    /// acquire, and the session): record it as a `check` event; if not valid, do not write.
+    #[serde(default)]
+    pub check_before_write: bool,
+    /// Time between that check and the write: the work a client does after checking.
+    #[serde(default)]
+    pub check_to_write_ms: u64,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            key: defaults::key(),
+            work_ms: defaults::work_ms(),
+            think_ms: defaults::think_ms(),
+            op_timeout_ms: defaults::op_timeout_ms(),
+            honour_session_loss: false,
+            check_before_write: false,
+            check_to_write_ms: 0,
+        }
+    }
+}
+
+mod defaults {
+    pub fn key() -> String {
+        "ledger".into()
+    }
+    pub fn work_ms() -> u64 {
+        300
+    }
+    pub fn think_ms() -> u64 {
+        50
+    }
+    pub fn op_timeout_ms() -> u64 {
+        2000
+    }
 }
 
 struct Recorder {

@@ -1,7 +1,7 @@
 //! `lockchaos resource`: the protected ledger on its own (a run starts it in its container).
 
 use harness::clock::{monotonic_ns, RunClock};
-use harness::scenario::ResourceMode;
+use harness::resource::ResourceMode;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -2,41 +2,38 @@
 //! whatever it kept only in memory (a lock without persistence) is gone. On a worker, the
 //! container is killed for good: the run then reports that worker as died.
 
-use super::{Fault, FaultContext, Injection};
+use super::{FaultAction, FaultContext};
+use crate::wait::{self, Probe};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
-pub struct Kill;
+/// No parameters: the step's target and duration (until the restart) say it all.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Kill {}
 
 #[async_trait::async_trait]
-impl Fault for Kill {
-    async fn inject(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
-        let target = inj.target.as_str();
-        if ctx.is_node(target)? {
-            ctx.signal_server(target, "KILL").await?;
-            // The process must be gone before a restart binds its port again.
-            wait_gone(ctx, target).await
-        } else {
-            ctx.cluster.signal(target, "SIGKILL").await
+impl FaultAction for Kill {
+    async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+        if !ctx.is_node(target)? {
+            return ctx.cluster.signal(target, "SIGKILL").await;
         }
+        ctx.signal_server(target, "KILL").await?;
+        // The process must be gone before a restart binds its port again.
+        let process = ctx.backend.server_process();
+        let what = format!("{process} in {target} gone after SIGKILL");
+        wait::until(&what, Duration::from_secs(2), Duration::from_millis(20), || async {
+            let (code, _) = ctx.cluster.exec(target, &["pgrep", "-x", process]).await?;
+            Ok(if code != 0 { Probe::Ready(()) } else { Probe::NotYet("still running".into()) })
+        })
+        .await
     }
 
-    async fn heal(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
-        let target = inj.target.as_str();
+    async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
         if ctx.is_node(target)? {
             ctx.backend.start_node(ctx.cluster, target).await
         } else {
             Ok(())
         }
     }
-}
-
-async fn wait_gone(ctx: &FaultContext<'_>, node: &str) -> anyhow::Result<()> {
-    let process = ctx.backend.server_process();
-    for _ in 0..100 {
-        let (code, _) = ctx.cluster.exec(node, &["pgrep", "-x", process]).await?;
-        if code != 0 {
-            return Ok(());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    anyhow::bail!("{process} in {node} still running 2 s after SIGKILL")
 }

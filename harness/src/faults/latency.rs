@@ -3,12 +3,19 @@
 //! once in n1 before any client starts and refuses the run with tc's own words, rather than
 //! running a scenario whose fault never happened.
 
-use super::{Fault, FaultContext, Injection};
+use super::{FaultAction, FaultContext, StepError};
+use crate::target::Target;
+use serde::{Deserialize, Serialize};
 
 /// The interface of a container on the run's bridge network.
 const DEV: &str = "eth0";
 
-pub struct Latency;
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    /// Added to every packet the target node sends; at least 1.
+    pub delay_ms: u64,
+}
 
 /// Why tc could not install netem, turned into the run's refusal.
 pub fn unsupported(output: &str) -> String {
@@ -22,7 +29,21 @@ pub fn unsupported(output: &str) -> String {
 }
 
 #[async_trait::async_trait]
-impl Fault for Latency {
+impl FaultAction for Latency {
+    fn detail(&self) -> Option<String> {
+        Some(format!("+{} ms", self.delay_ms))
+    }
+
+    fn check(&self, target: &Target) -> Result<(), StepError> {
+        if !target.is_node() {
+            return Err(("target", "latency is added on a node's interface (workers have no NET_ADMIN): the target must be a node".into()));
+        }
+        if self.delay_ms < 1 {
+            return Err(("delay_ms", "a latency fault needs `delay_ms` of at least 1".into()));
+        }
+        Ok(())
+    }
+
     async fn preflight(&self, ctx: &FaultContext<'_>) -> anyhow::Result<()> {
         let probe = ["tc", "qdisc", "add", "dev", DEV, "root", "netem", "delay", "1ms"];
         let (code, out) = ctx.cluster.exec("n1", &probe).await?;
@@ -32,19 +53,16 @@ impl Fault for Latency {
         ctx.cluster.exec_ok("n1", &["tc", "qdisc", "del", "dev", DEV, "root"]).await.map(|_| ())
     }
 
-    async fn inject(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
-        if !ctx.is_node(&inj.target)? {
-            anyhow::bail!("latency needs a node target, not {}", inj.target);
-        }
-        let delay = format!("{}ms", inj.params.delay_ms.unwrap_or(0));
-        ctx.cluster.exec_ok(&inj.target, &["tc", "qdisc", "add", "dev", DEV, "root", "netem", "delay", &delay]).await.map(|_| ())
+    async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+        let delay = format!("{}ms", self.delay_ms);
+        ctx.cluster.exec_ok(target, &["tc", "qdisc", "add", "dev", DEV, "root", "netem", "delay", &delay]).await.map(|_| ())
     }
 
-    async fn heal(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
-        let (code, out) = ctx.cluster.exec(&inj.target, &["tc", "qdisc", "del", "dev", DEV, "root"]).await?;
+    async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+        let (code, out) = ctx.cluster.exec(target, &["tc", "qdisc", "del", "dev", DEV, "root"]).await?;
         // Nothing installed (already healed) is healed.
         if code != 0 && !out.contains("No such file or directory") && !out.contains("handle of zero") {
-            anyhow::bail!("`tc qdisc del dev {DEV} root` in {} exited {code}: {}", inj.target, out.trim());
+            anyhow::bail!("`tc qdisc del dev {DEV} root` in {target} exited {code}: {}", out.trim());
         }
         Ok(())
     }

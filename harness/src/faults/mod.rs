@@ -1,20 +1,31 @@
-//! Faults: one module each, behind one small trait. The nemesis records every inject and heal
-//! as events of process "nemesis", and heals whatever is still active at the end and on abort.
-
-pub mod clock_jump;
-pub mod clock_strobe;
-pub mod failover;
-pub mod kill;
-pub mod kill_session;
-pub mod latency;
-pub mod partition;
-pub mod pause;
+//! Faults: one file each, one line each in [`fault_kinds!`] below. A fault is its parameter
+//! struct (what a scenario step may set for it, and nothing else: serde refuses any other field)
+//! implementing [`FaultAction`]: its load-time rules, what it needs of the backend, and how it
+//! is injected and healed. The nemesis records every inject and heal as events of process
+//! "nemesis", and heals whatever is still active at the end and on abort.
+//!
+//! Adding a fault: write `faults/<name>.rs` with `pub struct <Name>` (serde `Deserialize`,
+//! `deny_unknown_fields`) and `impl FaultAction for <Name>`, and add one line to the list.
 
 use crate::containers::{Cluster, Role};
 use crate::lock_backends::BackendSetup;
-use crate::scenario::{FaultKind, FaultParams};
+use crate::target::Target;
+use serde::Serialize;
 
-/// What a fault may act on: the containers, and the backend (to find or restart its servers).
+/// A problem with one step: the field (relative to the step: `target`, `offset_ms`) and what is
+/// wrong with it.
+pub type StepError = (&'static str, String);
+
+/// The backend as the load-time checks see it.
+pub struct BackendView<'a> {
+    /// For messages: `redis-single`.
+    pub name: &'a str,
+    /// Its node count and capabilities.
+    pub setup: &'a dyn BackendSetup,
+}
+
+/// What a fault may act on at run time: the containers, and the backend (to find or restart
+/// its servers, and for its capabilities).
 pub struct FaultContext<'a> {
     pub cluster: &'a Cluster,
     pub backend: &'a dyn BackendSetup,
@@ -38,59 +49,223 @@ impl FaultContext<'_> {
     }
 }
 
-/// One fault as applied: what, on which member (a node `nK` or a worker `client-K`), and its
-/// parameters.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Injection {
-    pub fault: FaultKind,
-    pub target: String,
-    /// partition: the members the target is cut off from.
-    pub from: Vec<String>,
-    pub params: FaultParams,
-}
-
-impl Injection {
-    /// The parameters in words, for the history's `detail` and the progress lines.
-    pub fn detail(&self) -> Option<String> {
-        let p = &self.params;
-        match self.fault {
-            FaultKind::Partition => match p.shape {
-                Some(shape) => Some(shape.name().to_string()),
-                None => Some(format!("from {}", self.from.join(", "))),
-            },
-            FaultKind::ClockJump => p.offset_ms.map(clock_jump::offset_text),
-            FaultKind::ClockStrobe => {
-                Some(format!("{} every {} ms", clock_jump::offset_text(p.offset_ms.unwrap_or(0)), p.period_ms.unwrap_or(0)))
-            }
-            FaultKind::Latency => p.delay_ms.map(|d| format!("+{d} ms")),
-            _ => None,
-        }
-    }
-}
-
+/// What one kind of fault does. Implemented by the fault's parameter struct.
 #[async_trait::async_trait]
-pub trait Fault: Send + Sync {
-    /// Checks, once the nodes run and before any client starts, that this fault can work here;
-    /// an error refuses the run (e.g. latency on a kernel without netem) instead of a run
-    /// that only pretends to inject it.
+pub trait FaultAction: Send + Sync {
+    /// The parameters in words, for the history's `detail` and the progress lines.
+    fn detail(&self) -> Option<String> {
+        None
+    }
+    /// The rules a scenario file can be held to without knowing the backend: which targets the
+    /// fault takes, parameter ranges. By default any single client or node.
+    fn check(&self, target: &Target) -> Result<(), StepError> {
+        not_all_nodes(target)
+    }
+    /// The rules that need the backend: capabilities and node counts (the preflight).
+    fn check_backend(&self, _target: &Target, _backend: &BackendView<'_>) -> Result<(), StepError> {
+        Ok(())
+    }
+    /// Whether the backend's servers must run under libfaketime for this fault.
+    fn moves_clocks(&self) -> bool {
+        false
+    }
+    /// Members the parameters name besides the target (a partition's `from`), checked like
+    /// targets.
+    fn members(&self) -> Vec<&Target> {
+        vec![]
+    }
+    /// The same, to draw random ones from the seed.
+    fn members_mut(&mut self) -> Vec<&mut Target> {
+        vec![]
+    }
+    /// Checks, once the nodes run and before any client starts, that the fault can work here;
+    /// an error refuses the run (latency on a kernel without netem) instead of a run that only
+    /// pretends to inject it.
     async fn preflight(&self, _ctx: &FaultContext<'_>) -> anyhow::Result<()> {
         Ok(())
     }
-    /// Starts the fault.
-    async fn inject(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()>;
+    /// Starts the fault on `target` (a node `nK`, a worker `client-K`, or `nodes`).
+    async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()>;
     /// Undoes it. Must be safe to call on a target that has already been healed or has exited.
-    async fn heal(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()>;
+    async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()>;
 }
 
-pub fn fault_for(kind: FaultKind) -> Box<dyn Fault> {
-    match kind {
-        FaultKind::Pause => Box::new(pause::Pause),
-        FaultKind::Kill => Box::new(kill::Kill),
-        FaultKind::Partition => Box::new(partition::Partition),
-        FaultKind::ClockJump => Box::new(clock_jump::ClockJump),
-        FaultKind::ClockStrobe => Box::new(clock_strobe::ClockStrobe),
-        FaultKind::Latency => Box::new(latency::Latency),
-        FaultKind::Failover => Box::new(failover::Failover),
-        FaultKind::KillSession => Box::new(kill_session::KillSession),
+/// The default target rule: `nodes` is only for the partition shapes that split all nodes.
+pub fn not_all_nodes(target: &Target) -> Result<(), StepError> {
+    match target {
+        Target::AllNodes => Err(("target", "`nodes` is the target of a partition with shape halves or majority-ring".into())),
+        _ => Ok(()),
+    }
+}
+
+/// The rule of faults that act on a node's server: the target must be a node.
+pub fn node_target(fault: &str, target: &Target) -> Result<(), StepError> {
+    if target.is_node() {
+        Ok(())
+    } else {
+        Err(("target", format!("a {fault} needs a node target (nK, random-node or leader)")))
+    }
+}
+
+/// A step's parameters that do not make a fault: the field (relative to the step) and why.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ParamError {
+    pub field: String,
+    pub message: String,
+}
+
+/// Reads one fault's parameter struct from the rest of its step's table.
+fn parse_params<P: serde::de::DeserializeOwned>(name: &str, params: toml::Table) -> Result<P, ParamError> {
+    serde_path_to_error::deserialize(toml::Value::Table(params)).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.into_inner().message().trim().to_string();
+        if message.starts_with("unknown field") {
+            ParamError { field: path, message: format!("does not apply to a {name} fault ({message})") }
+        } else if path == "." {
+            // A missing parameter has no place of its own: point at the fault.
+            ParamError { field: "fault".into(), message: format!("{name}: {message}") }
+        } else {
+            ParamError { field: path, message }
+        }
+    })
+}
+
+/// Declares the fault kinds: one line each, `"name" => Variant(module::Params)`, with the
+/// fault's documentation. Generates the modules, the [`Fault`] enum and its dispatch.
+macro_rules! fault_kinds {
+    ($( $(#[$doc:meta])* $name:literal => $variant:ident($module:ident::$params:ident), )*) => {
+        $(pub mod $module;)*
+
+        /// One fault with its parameters, as a scenario step gives it.
+        #[derive(Clone, Debug, PartialEq, Serialize)]
+        #[serde(tag = "fault")]
+        pub enum Fault {
+            $( $(#[$doc])* #[serde(rename = $name)] $variant($module::$params), )*
+        }
+
+        impl Fault {
+            /// Every fault's name, as scenarios write it.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            pub fn name(&self) -> &'static str {
+                match self { $(Fault::$variant(_) => $name,)* }
+            }
+
+            pub fn action(&self) -> &dyn FaultAction {
+                match self { $(Fault::$variant(p) => p,)* }
+            }
+
+            pub fn action_mut(&mut self) -> &mut dyn FaultAction {
+                match self { $(Fault::$variant(p) => p,)* }
+            }
+
+            /// The fault `name` with the parameters in `params` (the step's other fields).
+            pub fn from_params(name: &str, params: toml::Table) -> Result<Fault, ParamError> {
+                match name {
+                    $($name => parse_params(name, params).map(Fault::$variant),)*
+                    _ => Err(ParamError {
+                        field: "fault".into(),
+                        message: format!("unknown fault `{name}`, expected one of: {}", Self::NAMES.join(", ")),
+                    }),
+                }
+            }
+        }
+    };
+}
+
+fault_kinds! {
+    /// SIGSTOP a worker (or a node's server process), SIGCONT it after the duration.
+    "pause" => Pause(pause::Pause),
+    /// SIGKILL a node's server process and start it again after the duration (state not
+    /// persisted is lost); on a worker, kill its container for good.
+    "kill" => Kill(kill::Kill),
+    /// Cut the target off from the members in `from`, or split the nodes by a `shape`
+    /// (iptables in the nodes, TCP reset).
+    "partition" => Partition(partition::Partition),
+    /// Jump the clock of the server in the target node by `offset_ms` (libfaketime); back to
+    /// the true time when the fault ends.
+    "clock-jump" => ClockJump(clock_jump::ClockJump),
+    /// Flip the target node's server clock between `offset_ms` and the true time every
+    /// `period_ms` until the fault ends.
+    "clock-strobe" => ClockStrobe(clock_strobe::ClockStrobe),
+    /// Delay every packet the target node sends by `delay_ms` (netem); refused before the
+    /// workload where the kernel has no netem.
+    "latency" => Latency(latency::Latency),
+    /// The backend's own failover, away from the target node (Postgres: the primary dies and
+    /// the standby is promoted).
+    "failover" => Failover(failover::Failover),
+    /// End the target client's sessions on the server side (Postgres: pg_terminate_backend),
+    /// as an administrator, a proxy or a server-side timeout would; its session locks go too.
+    "kill-session" => KillSession(kill_session::KillSession),
+}
+
+/// One fault as applied: what, with which parameters, on which member.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Injection {
+    pub fault: Fault,
+    /// A node `nK`, a worker `client-K`, or `nodes` (partition shapes over all nodes).
+    pub target: String,
+}
+
+impl Injection {
+    pub fn detail(&self) -> Option<String> {
+        self.fault.action().detail()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(text: &str) -> toml::Table {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn a_fault_takes_its_own_parameters_and_no_other() {
+        let jump = Fault::from_params("clock-jump", params("offset_ms = 30000")).unwrap();
+        assert_eq!(jump.name(), "clock-jump");
+        assert_eq!(jump.action().detail().as_deref(), Some("+30s"));
+        assert!(jump.action().moves_clocks());
+
+        let err = Fault::from_params("pause", params("offset_ms = 5")).unwrap_err();
+        assert_eq!(err.field, "offset_ms");
+        assert!(err.message.starts_with("does not apply to a pause fault"), "{}", err.message);
+
+        let err = Fault::from_params("clock-strobe", params("offset_ms = 5\nperiod_ms = 'x'")).unwrap_err();
+        assert_eq!(err.field, "period_ms");
+        assert!(err.message.contains("invalid type"), "{}", err.message);
+
+        let err = Fault::from_params("clock-jump", params("")).unwrap_err();
+        assert_eq!((err.field.as_str(), err.message.as_str()), ("fault", "clock-jump: missing field `offset_ms`"));
+
+        let err = Fault::from_params("clock-jmp", params("")).unwrap_err();
+        assert_eq!(err.field, "fault");
+        assert!(err.message.starts_with("unknown fault `clock-jmp`, expected one of: pause, kill, partition"), "{}", err.message);
+    }
+
+    #[test]
+    fn every_named_fault_parses_and_serialises_with_its_name() {
+        let examples = [
+            ("pause", ""),
+            ("kill", ""),
+            ("partition", "from = ['n2']"),
+            ("clock-jump", "offset_ms = -3000"),
+            ("clock-strobe", "offset_ms = 1000\nperiod_ms = 100"),
+            ("latency", "delay_ms = 50"),
+            ("failover", ""),
+            ("kill-session", ""),
+        ];
+        let named: Vec<&str> = examples.iter().map(|(n, _)| *n).collect();
+        assert_eq!(named, Fault::NAMES, "an example for every fault, in order");
+        for (name, text) in examples {
+            let fault = Fault::from_params(name, params(text)).unwrap();
+            assert_eq!(fault.name(), name);
+            let json = serde_json::to_value(&fault).unwrap();
+            assert_eq!(json["fault"], name);
+            for key in params(text).keys() {
+                assert!(json.get(key).is_some(), "{name}: {key} is written back: {json}");
+            }
+        }
     }
 }

@@ -3,14 +3,60 @@
 //! hanging until their timeouts. The fault ends by deleting exactly the rules it added, so
 //! overlapping partitions heal independently.
 //!
-//! - target a client, from nodes: each of those nodes rejects the client;
-//! - target a node, from members: the node rejects them and drops what it would send them;
+//! - target a client, from nodes: each of those nodes refuses the client;
+//! - target a node, from members: the node refuses them and drops what it would send them;
 //! - a shape over the nodes (isolate, halves, majority-ring): every pair of nodes the shape
 //!   separates, as a node-from-node cut. Clients still reach every node, as in Jepsen.
+//!
+//! The rules are built by [`Cut`], which other partition faults can share with their own way
+//! of refusing packets.
 
-use super::{Fault, FaultContext, Injection};
-use crate::scenario::PartitionShape;
+use super::{not_all_nodes, BackendView, FaultAction, FaultContext, StepError};
+use crate::target::Target;
+use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
+
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Partition {
+    /// The members the target is cut off from (`nK`, `client-K`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from: Vec<Target>,
+    /// A shape over the nodes instead of `from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<PartitionShape>,
+}
+
+/// Jepsen's partition shapes over the backend's nodes (clients keep reaching every node).
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartitionShape {
+    /// The target node loses every other node.
+    Isolate,
+    /// n1..n⌈N/2⌉ and the rest lose each other.
+    Halves,
+    /// Every node keeps a majority (itself and its nearest neighbours on a ring), but no two
+    /// nodes keep the same majority. Needs 5 or more nodes.
+    MajorityRing,
+}
+
+impl PartitionShape {
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionShape::Isolate => "isolate",
+            PartitionShape::Halves => "halves",
+            PartitionShape::MajorityRing => "majority-ring",
+        }
+    }
+
+    /// The fewest nodes the shape can split.
+    fn least_nodes(self) -> u32 {
+        match self {
+            PartitionShape::Isolate | PartitionShape::Halves => 2,
+            PartitionShape::MajorityRing => 5,
+        }
+    }
+}
 
 /// The node pairs (1-based, a < b) a shape separates among `n` nodes; `target` is the
 /// isolated node for `Isolate`.
@@ -32,46 +78,91 @@ pub fn cut_pairs(shape: PartitionShape, target: Option<u32>, n: u32) -> Vec<(u32
     }
 }
 
-pub struct Partition;
-
-/// (node to run iptables in, rule arguments after -A/-D CHAIN) for one partition.
-async fn rules(ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<Vec<(String, Vec<String>)>> {
-    let ip = |name: &str| ctx.cluster.planned_ip(name);
-    let reject = |src: Ipv4Addr| -> Vec<String> {
-        ["INPUT", "-s", &src.to_string(), "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"].map(String::from).to_vec()
-    };
-    let mut out = vec![];
-    let cut_nodes = |out: &mut Vec<(String, Vec<String>)>, node: &str, other: &str| -> anyhow::Result<()> {
-        let addr = ip(other)?;
-        out.push((node.to_string(), reject(addr)));
-        out.push((node.to_string(), ["OUTPUT", "-d", &addr.to_string(), "-j", "DROP"].map(String::from).to_vec()));
-        Ok(())
-    };
-    if let Some(shape) = inj.params.shape {
-        let target = inj.target.strip_prefix('n').and_then(|k| k.parse().ok());
-        for (a, b) in cut_pairs(shape, target, ctx.backend.node_count() as u32) {
-            cut_nodes(&mut out, &format!("n{a}"), &format!("n{b}"))?;
-        }
-    } else if ctx.is_node(&inj.target)? {
-        for other in &inj.from {
-            cut_nodes(&mut out, &inj.target, other)?;
-        }
-    } else {
-        let client = ip(&inj.target)?;
-        for node in &inj.from {
-            if !ctx.is_node(node)? {
-                anyhow::bail!("cannot cut {} off from {node}: two workers have no iptables (cut a node instead)", inj.target);
-            }
-            out.push((node.clone(), reject(client)));
-        }
-    }
-    Ok(out)
+/// The INPUT rule (after -A/-D) that refuses TCP from `src` with a reset: connects and
+/// requests fail at once.
+pub fn reset_from(src: Ipv4Addr) -> Vec<String> {
+    ["INPUT", "-s", &src.to_string(), "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"].map(String::from).to_vec()
 }
 
-#[async_trait::async_trait]
-impl Fault for Partition {
-    async fn inject(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
-        for (node, rule) in rules(ctx, inj).await? {
+/// One partition as iptables rules: (node to run iptables in, rule arguments after -A/-D).
+pub struct Cut<'a> {
+    pub partition: &'a Partition,
+    /// The INPUT rule that refuses a cut-off member's packets (e.g. [`reset_from`]).
+    pub refuse: fn(Ipv4Addr) -> Vec<String>,
+}
+
+impl Cut<'_> {
+    /// The load-time rules of a partition on `target`.
+    pub fn check(&self, target: &Target) -> Result<(), StepError> {
+        let p = self.partition;
+        match p.shape {
+            None if p.from.is_empty() => {
+                Err(("fault", "a partition needs `from` (the members to cut the target off from) or a `shape`".into()))
+            }
+            Some(_) if !p.from.is_empty() => Err(("shape", "give either `from` or a `shape`, not both".into())),
+            Some(PartitionShape::Isolate) if !target.is_node() => {
+                Err(("target", "shape isolate cuts a node off from the others: the target must be a node".into()))
+            }
+            Some(shape @ (PartitionShape::Halves | PartitionShape::MajorityRing)) if *target != Target::AllNodes => {
+                Err(("target", format!("shape {} splits all the nodes: use target = \"nodes\"", shape.name())))
+            }
+            Some(_) => Ok(()),
+            None if target.is_client() => match p.from.iter().find(|m| m.is_client()) {
+                Some(other) => Err((
+                    "from",
+                    format!("cannot cut {target} off from {other}: workers have no iptables, so two clients cannot be parted (cut a node off instead)"),
+                )),
+                None => Ok(()),
+            },
+            None => not_all_nodes(target),
+        }
+    }
+
+    /// The backend rules: a shape needs enough nodes to split.
+    pub fn check_backend(&self, backend: &BackendView<'_>) -> Result<(), StepError> {
+        let nodes = backend.setup.node_count() as u32;
+        match self.partition.shape {
+            Some(shape) if nodes < shape.least_nodes() => {
+                Err(("shape", format!("{} needs at least {} nodes; {} has {nodes}", shape.name(), shape.least_nodes(), backend.name)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// (node to run iptables in, rule arguments after -A/-D CHAIN) for the cut around `target`.
+    pub fn rules(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+        let ip = |name: &str| ctx.cluster.planned_ip(name);
+        let mut out = vec![];
+        let mut cut_nodes = |node: &str, other: &str| -> anyhow::Result<()> {
+            let addr = ip(other)?;
+            out.push((node.to_string(), (self.refuse)(addr)));
+            out.push((node.to_string(), ["OUTPUT", "-d", &addr.to_string(), "-j", "DROP"].map(String::from).to_vec()));
+            Ok(())
+        };
+        let from: Vec<String> = self.partition.from.iter().map(Target::to_string).collect();
+        if let Some(shape) = self.partition.shape {
+            let isolated = target.strip_prefix('n').and_then(|k| k.parse().ok());
+            for (a, b) in cut_pairs(shape, isolated, ctx.backend.node_count() as u32) {
+                cut_nodes(&format!("n{a}"), &format!("n{b}"))?;
+            }
+        } else if ctx.is_node(target)? {
+            for other in &from {
+                cut_nodes(target, other)?;
+            }
+        } else {
+            let client = ip(target)?;
+            for node in &from {
+                if !ctx.is_node(node)? {
+                    anyhow::bail!("cannot cut {target} off from {node}: two workers have no iptables (cut a node instead)");
+                }
+                out.push((node.clone(), (self.refuse)(client)));
+            }
+        }
+        Ok(out)
+    }
+
+    pub async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+        for (node, rule) in self.rules(ctx, target)? {
             let mut cmd = vec!["iptables", "-A"];
             cmd.extend(rule.iter().map(String::as_str));
             ctx.cluster.exec_ok(&node, &cmd).await?;
@@ -79,8 +170,8 @@ impl Fault for Partition {
         Ok(())
     }
 
-    async fn heal(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
-        for (node, rule) in rules(ctx, inj).await? {
+    pub async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+        for (node, rule) in self.rules(ctx, target)? {
             let mut cmd = vec!["iptables", "-D"];
             cmd.extend(rule.iter().map(String::as_str));
             // A node whose rule is already gone is healed.
@@ -93,10 +184,55 @@ impl Fault for Partition {
     }
 }
 
+impl Partition {
+    fn cut(&self) -> Cut<'_> {
+        Cut { partition: self, refuse: reset_from }
+    }
+}
+
+/// The words for a partition's detail: its shape, or whom it cuts the target off from.
+pub fn describe(p: &Partition) -> String {
+    match p.shape {
+        Some(shape) => shape.name().to_string(),
+        None => format!("from {}", p.from.iter().map(Target::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+#[async_trait::async_trait]
+impl FaultAction for Partition {
+    fn detail(&self) -> Option<String> {
+        Some(describe(self))
+    }
+
+    fn check(&self, target: &Target) -> Result<(), StepError> {
+        self.cut().check(target)
+    }
+
+    fn check_backend(&self, _target: &Target, backend: &BackendView<'_>) -> Result<(), StepError> {
+        self.cut().check_backend(backend)
+    }
+
+    fn members(&self) -> Vec<&Target> {
+        self.from.iter().collect()
+    }
+
+    fn members_mut(&mut self) -> Vec<&mut Target> {
+        self.from.iter_mut().collect()
+    }
+
+    async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+        self.cut().inject(ctx, target).await
+    }
+
+    async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+        self.cut().heal(ctx, target).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::cut_pairs;
-    use crate::scenario::PartitionShape::*;
+    use super::PartitionShape::*;
+    use super::*;
 
     /// Which nodes each node can still reach (itself included) under the cut.
     fn reachable(pairs: &[(u32, u32)], n: u32) -> Vec<Vec<u32>> {
@@ -122,5 +258,20 @@ mod tests {
             let distinct: std::collections::BTreeSet<_> = seen.iter().collect();
             assert_eq!(distinct.len() as u32, n, "n={n}: {seen:?}");
         }
+    }
+
+    #[test]
+    fn two_clients_cannot_be_parted_and_shapes_need_their_targets() {
+        let p = |from: &[&str], shape| Partition { from: from.iter().map(|t| t.parse().unwrap()).collect(), shape };
+        let field = |p: Partition, target: &str| p.check(&target.parse().unwrap()).err().map(|(f, _)| f);
+        assert_eq!(field(p(&["client-2"], None), "client-1"), Some("from"));
+        assert_eq!(field(p(&["n1", "n2"], None), "client-1"), None);
+        assert_eq!(field(p(&["client-2"], None), "n1"), None, "a node can be cut off from a client");
+        assert_eq!(field(p(&[], None), "n1"), Some("fault"));
+        assert_eq!(field(p(&["n2"], Some(Halves)), "nodes"), Some("shape"));
+        assert_eq!(field(p(&[], Some(Halves)), "n1"), Some("target"));
+        assert_eq!(field(p(&[], Some(Isolate)), "client-1"), Some("target"));
+        assert_eq!(field(p(&[], Some(MajorityRing)), "nodes"), None);
+        assert_eq!(field(p(&["n2"], None), "nodes"), Some("target"));
     }
 }

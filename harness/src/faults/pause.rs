@@ -2,14 +2,17 @@
 //! container's PID 1, the client itself, so the real client freezes as in a GC pause or a VM
 //! steal; on a node it goes to the backend's server process.
 
-use super::{Fault, FaultContext, Injection};
+use super::{FaultAction, FaultContext};
+use serde::{Deserialize, Serialize};
 
-pub struct Pause;
+/// No parameters: the step's target and duration say it all.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Pause {}
 
 #[async_trait::async_trait]
-impl Fault for Pause {
-    async fn inject(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
-        let target = inj.target.as_str();
+impl FaultAction for Pause {
+    async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
         if ctx.is_node(target)? {
             ctx.signal_server(target, "STOP").await
         } else {
@@ -17,10 +20,8 @@ impl Fault for Pause {
         }
     }
 
-    async fn heal(&self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<()> {
-        let target = inj.target.as_str();
-        let result =
-            if ctx.is_node(target)? { ctx.signal_server(target, "CONT").await } else { ctx.cluster.signal(target, "SIGCONT").await };
+    async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
+        let result = if ctx.is_node(target)? { ctx.signal_server(target, "CONT").await } else { ctx.cluster.signal(target, "SIGCONT").await };
         match result {
             // A container that has exited has nothing left to resume.
             Err(e) if format!("{e:#}").contains("is not running") => Ok(()),

@@ -3,9 +3,10 @@
 //! `LockClient` (worker side: acquire and release against those servers).
 //!
 //! The controller hands a worker its backend as a serialisable `ClientConfig`, so a new backend
-//! adds a module, a `BackendKind` variant and a `ClientConfig` variant.
+//! adds a module, a `BackendKind` variant (params.rs) and a `ClientConfig` variant.
 
 pub mod etcd;
+mod params;
 pub mod postgres;
 pub mod redis_sentinel;
 pub mod redis_server;
@@ -13,7 +14,7 @@ pub mod redis_single;
 pub mod redlock;
 
 use crate::containers::Cluster;
-use crate::scenario::{BackendKind, LockParams, Persistence, Scenario};
+pub use params::{BackendKind, LockParams, Persistence, ServerOptions, ServerParams};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -73,8 +74,8 @@ pub trait LockClient: Send {
     async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError>;
     /// Releases only if still ours; `Refused` when the lock had already expired or passed on.
     async fn release(&mut self, key: &str, grant: &Grant) -> Result<(), LockError>;
-    /// Gives the grant a fresh lease; Ok(validity from now). Only backends whose setup answers
-    /// `renew_unsupported` with None are asked (scenarios with `lock.renew_ms` on others are
+    /// Gives the grant a fresh lease; Ok(validity from now). Only clients of backends whose
+    /// setup has the `renew` capability are asked (scenarios with `lock.renew_ms` on others are
     /// refused when loaded); etcd renews its lease by itself.
     async fn renew(&mut self, _key: &str, _grant: &Grant) -> Result<Duration, LockError> {
         Err(LockError::Refused("this lock client cannot renew".into()))
@@ -104,51 +105,20 @@ pub trait TxResource: Send {
     async fn write_and_commit(&mut self, key: &str, client: u64, value: i64, time_ns: u64) -> Result<(), LockError>;
 }
 
+/// Why a backend lacks an optional capability: the words of the error that refuses a scenario
+/// needing it.
+pub type Unsupported = &'static str;
+
+/// The controller's side of a backend: starts its servers inside the node containers and tells
+/// workers how to reach them. Optional capabilities, Jepsen-style, are methods answering
+/// `Ok(capability)` or `Err(why not)`: a fault asks for the one it needs, the preflight refuses
+/// a scenario whose backend lacks it, and a new capability is one method with its default.
 #[async_trait::async_trait]
 pub trait BackendSetup: Send + Sync {
     /// Node containers (n1..nN) this backend needs.
     fn node_count(&self) -> usize;
     /// The server's process name in a node, for pause and kill faults on nodes.
     fn server_process(&self) -> &'static str;
-    /// Why clock faults cannot reach this backend's servers, or None when they can (the
-    /// servers then run under libfaketime, reading their offset from `faults::clock::OFFSET_FILE`).
-    fn clock_faults_unsupported(&self) -> Option<&'static str> {
-        Some("its servers do not run under libfaketime")
-    }
-    /// Whether `server.persistence` applies (the Redis backends).
-    fn persistence_supported(&self) -> bool {
-        false
-    }
-    /// Why this backend has no failover to trigger (fault `failover`), or None.
-    fn failover_unsupported(&self) -> Option<&'static str> {
-        Some("it has no replica to promote")
-    }
-    /// Moves the primary role away from `node`: the backend's own failover (optional
-    /// capability, only called when `failover_unsupported` is None). Returns what was done.
-    async fn failover(&self, _cluster: &Cluster, node: &str) -> anyhow::Result<String> {
-        anyhow::bail!("no failover on this backend (asked to fail over from {node})")
-    }
-    /// Why the server cannot end one client's sessions (fault `kill-session`), or None.
-    fn kill_session_unsupported(&self) -> Option<&'static str> {
-        Some("its server has no sessions to end one by one")
-    }
-    /// Ends every server session of the client at `client_ip` (optional capability, only
-    /// called when `kill_session_unsupported` is None). Returns how many ended.
-    async fn kill_sessions(&self, _cluster: &Cluster, client_ip: std::net::Ipv4Addr) -> anyhow::Result<u64> {
-        anyhow::bail!("no sessions to end for {client_ip} on this backend")
-    }
-    /// Why the lock client cannot renew a grant on request (`lock.renew_ms`), or None.
-    fn renew_unsupported(&self) -> Option<&'static str> {
-        Some("its lock client has no renew")
-    }
-    /// The node whose server currently leads, for faults aimed at `leader`; None when no
-    /// node leads right now. Backends without a leader say why in `leader_unsupported`.
-    async fn leader(&self, _cluster: &Cluster) -> anyhow::Result<Option<String>> {
-        Ok(None)
-    }
-    fn leader_unsupported(&self) -> Option<&'static str> {
-        Some("its servers elect no leader")
-    }
     /// Starts (or, after a kill, restarts) the server in one node and waits until it answers.
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()>;
     /// Starts the servers inside all running nodes; by default each on its own, in parallel.
@@ -167,14 +137,59 @@ pub trait BackendSetup: Send + Sync {
     async fn resource_records(&self, _cluster: &Cluster) -> anyhow::Result<Option<Vec<checker::Event>>> {
         Ok(None)
     }
+
+    /// Clock faults can move the servers' clocks: they run under libfaketime when a scenario
+    /// has one (see libfaketime.rs).
+    fn clock_faults(&self) -> Result<(), Unsupported> {
+        Err("its servers do not run under libfaketime")
+    }
+    /// `server.persistence` applies.
+    fn persistence(&self) -> Result<(), Unsupported> {
+        Err("it has no persistence setting (only the Redis backends do)")
+    }
+    /// The lock client can renew a grant on request (`lock.renew_ms`).
+    fn renew(&self) -> Result<(), Unsupported> {
+        Err("its lock client has no renew")
+    }
+    /// A leader among the nodes, for faults aimed at `leader`.
+    fn leader(&self) -> Result<&dyn Leader, Unsupported> {
+        Err("its servers elect no leader")
+    }
+    /// The backend's own failover (fault `failover`).
+    fn failover(&self) -> Result<&dyn Failover, Unsupported> {
+        Err("it has no replica to promote")
+    }
+    /// Ending one client's server sessions (fault `kill-session`).
+    fn kill_session(&self) -> Result<&dyn KillSession, Unsupported> {
+        Err("its server has no sessions to end one by one")
+    }
 }
 
-/// The scenario's backend: with clock faults its servers run under libfaketime (so the faults
-/// can move their clocks), with `server.persistence` Redis keeps an AOF.
-pub fn setup_for(s: &Scenario) -> Box<dyn BackendSetup> {
-    let redis =
-        redis_server::ServerOptions { faketime: s.nemesis.has_clock_faults(), appendonly: s.server.persistence == Persistence::Appendonly };
-    match s.backend {
+/// Capability: the servers elect a leader.
+#[async_trait::async_trait]
+pub trait Leader: Send + Sync {
+    /// The node whose server leads now; None when none does (an election is under way).
+    async fn leader(&self, cluster: &Cluster) -> anyhow::Result<Option<String>>;
+}
+
+/// Capability: the backend's own failover away from a node.
+#[async_trait::async_trait]
+pub trait Failover: Send + Sync {
+    /// Moves the primary role away from `node`; returns what was done, in words.
+    async fn failover(&self, cluster: &Cluster, node: &str) -> anyhow::Result<String>;
+}
+
+/// Capability: the server can end one client's sessions.
+#[async_trait::async_trait]
+pub trait KillSession: Send + Sync {
+    /// Ends every server session of the client at `client_ip`; returns how many ended.
+    async fn kill_sessions(&self, cluster: &Cluster, client_ip: std::net::Ipv4Addr) -> anyhow::Result<u64>;
+}
+
+/// The backend a scenario names, with its servers set up as `options` say.
+pub fn setup_for(kind: BackendKind, options: ServerOptions) -> Box<dyn BackendSetup> {
+    let redis = redis_server::ServerOptions { faketime: options.faketime, appendonly: options.persistence == Persistence::Appendonly };
+    match kind {
         BackendKind::RedisSingle => Box::new(redis_server::IndependentServers { nodes: 1, options: redis }),
         BackendKind::Redlock => Box::new(redis_server::IndependentServers { nodes: redlock::NODES, options: redis }),
         BackendKind::RedisSentinel => Box::new(redis_sentinel::Setup { options: redis }),
@@ -185,7 +200,6 @@ pub fn setup_for(s: &Scenario) -> Box<dyn BackendSetup> {
         BackendKind::PostgresXactReplicated => Box::new(postgres::Setup { variant: postgres::setup::Variant::XactReplicated }),
     }
 }
-
 pub async fn connect_client(config: &ClientConfig, lock: &LockParams, op_timeout: Duration) -> anyhow::Result<Box<dyn LockClient>> {
     match config {
         ClientConfig::RedisSingle { addr } => Ok(Box::new(redis_single::Client::connect(addr, lock.clone(), op_timeout).await?)),

@@ -4,11 +4,12 @@
 //! on the master and not yet replicated is gone after a failover: the lock can be granted twice.
 
 use super::redis_server::{self, RedisNode, PORT};
-use super::{BackendSetup, ClientConfig, Grant, LockClient, LockError};
+use super::{BackendSetup, ClientConfig, Grant, LockClient, LockError, Unsupported};
 use crate::containers::Cluster;
-use crate::scenario::LockParams;
-use anyhow::{bail, Context};
-use std::time::{Duration, Instant};
+use crate::lock_backends::LockParams;
+use crate::wait;
+use anyhow::Context;
+use std::time::Duration;
 
 pub const SENTINEL_PORT: u16 = 26379;
 pub const MASTER_NAME: &str = "lockchaos";
@@ -30,16 +31,16 @@ impl BackendSetup for Setup {
         redis_server::PROCESS
     }
 
-    fn renew_unsupported(&self) -> Option<&'static str> {
-        None
+    fn renew(&self) -> Result<(), Unsupported> {
+        Ok(())
     }
 
-    fn persistence_supported(&self) -> bool {
-        true
+    fn persistence(&self) -> Result<(), Unsupported> {
+        Ok(())
     }
 
-    fn clock_faults_unsupported(&self) -> Option<&'static str> {
-        None
+    fn clock_faults(&self) -> Result<(), Unsupported> {
+        Ok(())
     }
 
     /// n1 comes up as master, n2 as replica of n1. A restarted server comes back empty (no
@@ -90,24 +91,18 @@ async fn start_sentinel(cluster: &Cluster, node: &str, master: &str) -> anyhow::
 }
 
 async fn wait_replicated(cluster: &Cluster) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    wait::until("n2 replicating from n1", Duration::from_secs(15), Duration::from_millis(100), || async {
         let (_, out) = cluster.exec("n2", &["redis-cli", "info", "replication"]).await?;
-        if out.contains("master_link_status:up") {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("n2 did not replicate from n1 within 15 s: {}", out.trim());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        Ok(wait::ready_if(out.contains("master_link_status:up"), out))
+    })
+    .await
 }
 
 /// Every Sentinel knows the master, the replica and the other Sentinels.
 async fn wait_sentinels(cluster: &Cluster) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(20);
     let port = SENTINEL_PORT.to_string();
-    loop {
+    let what = "every Sentinel seeing the master, its replica and the other Sentinels";
+    wait::until(what, Duration::from_secs(20), Duration::from_millis(200), || async {
         let mut ready = 0;
         for i in 1..=NODES {
             let (_, out) = cluster.exec(&format!("n{i}"), &["redis-cli", "-p", &port, "sentinel", "master", MASTER_NAME]).await?;
@@ -116,14 +111,9 @@ async fn wait_sentinels(cluster: &Cluster) -> anyhow::Result<()> {
                 ready += 1;
             }
         }
-        if ready == NODES {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("Sentinels did not all see the master, its replica and each other within 20 s ({ready}/{NODES} ready)");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        Ok(wait::ready_if(ready == NODES, format!("{ready}/{NODES} ready")))
+    })
+    .await
 }
 
 pub struct Client {

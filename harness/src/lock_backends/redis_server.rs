@@ -1,10 +1,11 @@
 //! Redis pieces shared by the Redis backends: starting a server in a node, and the two commands
 //! of the seed algorithm (SET NX PX to take, Lua compare-and-delete to give back).
 
-use super::{BackendSetup, ClientConfig, Grant, LockError};
+use super::{BackendSetup, ClientConfig, Grant, LockError, Unsupported};
 use crate::containers::Cluster;
-use crate::scenario::LockParams;
-use anyhow::{bail, Context};
+use crate::lock_backends::LockParams;
+use crate::wait;
+use anyhow::Context;
 use redis::aio::MultiplexedConnection;
 use redis::AsyncConnectionConfig;
 use std::time::{Duration, Instant};
@@ -42,16 +43,16 @@ const AOF_DIR: &str = "/var/lib/lockchaos-redis";
 
 /// Starts redis-server in `node`, by default without persistence (a restart forgets every lock,
 /// which the restart scenarios rely on), and waits until it answers PING. With `faketime`, it runs under
-/// libfaketime reading its clock offset from the node's offset file (see faults/clock_jump.rs);
+/// libfaketime reading its clock offset from the node's offset file (see libfaketime.rs);
 /// Debian's redis-server then needs the jemalloc stand-in, or it hangs at start.
 pub async fn start(cluster: &Cluster, node: &str, options: ServerOptions) -> anyhow::Result<()> {
     let port = PORT.to_string();
     let log = format!("/lockchaos/logs/{node}-redis.log");
     let mut cmd: Vec<String> = vec![];
     if options.faketime {
-        crate::faults::clock_jump::prepare(cluster, node).await?;
+        crate::libfaketime::prepare(cluster, node).await?;
         cmd.push("env".into());
-        cmd.extend(crate::faults::clock_jump::env_args());
+        cmd.extend(crate::libfaketime::env_args());
     }
     cmd.extend(
         [
@@ -80,17 +81,12 @@ pub async fn start(cluster: &Cluster, node: &str, options: ServerOptions) -> any
     }
     let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
     cluster.exec_ok(node, &cmd).await.with_context(|| format!("starting redis-server in {node}"))?;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    let what = format!("redis on {node} answering PING");
+    wait::until(&what, Duration::from_secs(15), Duration::from_millis(100), || async {
         let (code, out) = cluster.exec(node, &["redis-cli", "-p", &port, "ping"]).await?;
-        if code == 0 && out.contains("PONG") {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("redis on {node} did not answer PING within 15 s: {}", out.trim());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        Ok(wait::ready_if(code == 0 && out.contains("PONG"), out))
+    })
+    .await
 }
 
 pub async fn connect(addr: &str, timeout: Duration) -> anyhow::Result<MultiplexedConnection> {
@@ -191,16 +187,16 @@ impl BackendSetup for IndependentServers {
         PROCESS
     }
 
-    fn clock_faults_unsupported(&self) -> Option<&'static str> {
-        None
+    fn clock_faults(&self) -> Result<(), Unsupported> {
+        Ok(())
     }
 
-    fn renew_unsupported(&self) -> Option<&'static str> {
-        None
+    fn renew(&self) -> Result<(), Unsupported> {
+        Ok(())
     }
 
-    fn persistence_supported(&self) -> bool {
-        true
+    fn persistence(&self) -> Result<(), Unsupported> {
+        Ok(())
     }
 
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {

@@ -4,7 +4,7 @@
 
 use super::redis_server::{self, RedisNode};
 use super::{Grant, LockClient, LockError};
-use crate::scenario::LockParams;
+use crate::lock_backends::LockParams;
 use std::time::Duration;
 
 pub struct Client {

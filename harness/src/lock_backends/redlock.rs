@@ -6,7 +6,7 @@
 
 use super::redis_server::{self, RedisNode};
 use super::{Grant, LockClient, LockError};
-use crate::scenario::LockParams;
+use crate::lock_backends::LockParams;
 use futures_util::future::join_all;
 use rand::Rng;
 use std::time::{Duration, Instant};

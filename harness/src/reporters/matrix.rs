@@ -3,8 +3,9 @@
 //! report) and prints the cells as plain lines.
 
 use crate::events::{Event, Reporter};
-use crate::scenario::Persistence;
-use crate::scenario::{ResourceKind, ResourceMode, Scenario};
+use crate::lock_backends::Persistence;
+use crate::resource::{ResourceKind, ResourceMode};
+use crate::scenario::Scenario;
 use anyhow::Context;
 use reports::{matrix, Matrix, MatrixRun};
 use results::RunResults;

@@ -1,7 +1,7 @@
 //! The ledger's rules, free of I/O so they can be tested directly.
 
 use super::protocol::{Request, Response};
-use crate::scenario::ResourceMode;
+use crate::resource::ResourceMode;
 use checker::{Event, EventType, Process};
 use std::collections::HashMap;
 

@@ -12,8 +12,8 @@ use super::client::CallError;
 use super::protocol::{Request, Response};
 use super::ResourceCall;
 use crate::containers::Cluster;
-use crate::lock_backends::postgres::{connect, describe, setup, Session};
-use crate::scenario::ResourceMode;
+use crate::lock_backends::postgres::{connect, describe, server, Session};
+use crate::resource::ResourceMode;
 use anyhow::Context;
 use checker::{Event, EventType, Process};
 use std::time::Duration;
@@ -27,9 +27,9 @@ CREATE TABLE IF NOT EXISTS resource_log (seq bigserial PRIMARY KEY, time_ns bigi
 
 /// Starts Postgres in the resource container and creates the tables.
 pub async fn start(cluster: &Cluster, member: &str) -> anyhow::Result<()> {
-    setup::configure(cluster, member, setup::HBA_TRUST).await?;
-    setup::pg_start(cluster, member).await?;
-    setup::psql_on(cluster, member, SCHEMA).await.context("creating the resource tables")?;
+    server::configure(cluster, member, server::HBA_TRUST).await?;
+    server::start(cluster, member).await?;
+    server::psql_on(cluster, member, SCHEMA).await.context("creating the resource tables")?;
     Ok(())
 }
 
@@ -152,7 +152,7 @@ struct LogRow {
 pub async fn records(cluster: &Cluster, member: &str) -> anyhow::Result<Vec<Event>> {
     let sql = "SELECT json_build_object('time', time_ns, 'client', client, 'key', key, 'f', f, 'token', token, \
                'value', value, 'accepted', accepted) FROM resource_log ORDER BY seq";
-    let out = setup::psql_on(cluster, member, sql).await.context("reading resource_log")?;
+    let out = server::psql_on(cluster, member, sql).await.context("reading resource_log")?;
     out.lines().filter(|l| !l.trim().is_empty()).map(parse_log_row).collect()
 }
 

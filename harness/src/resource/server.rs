@@ -5,7 +5,7 @@ use super::ledger::Ledger;
 use super::protocol::{Request, Response};
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
-use crate::scenario::ResourceMode;
+use crate::resource::ResourceMode;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};

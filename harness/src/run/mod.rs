@@ -51,7 +51,8 @@ pub struct RunOutcome {
 /// with results (bad overrides, no Docker, no image); every later failure is in the outcome.
 pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSink) -> anyhow::Result<RunOutcome> {
     apply_overrides(&mut loaded, &opts);
-    crate::scenario::validate_overrides(&loaded.scenario, &loaded.path)?;
+    crate::scenario::validate_overrides(&loaded)?;
+    crate::preflight::check(&loaded)?;
     // The daemon and the image first: no run folder for a run that cannot start.
     let docker = docker_api::connect().await?;
     events.emit(Event::Stage(Stage::Image));

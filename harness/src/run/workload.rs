@@ -7,12 +7,12 @@ use crate::events::FaultChange;
 use crate::events::{Event, EventSink, Stage};
 use crate::faults::FaultContext;
 use crate::live_history::LiveHistory;
-use crate::lock_backends;
 use crate::nemesis::Nemesis;
 use crate::node_image::IMAGE;
 use crate::resource::postgres_table;
-use crate::scenario::ResourceKind;
+use crate::resource::ResourceKind;
 use crate::schedule;
+use crate::wait::{self, Probe};
 use crate::worker::WorkerConfig;
 use anyhow::{bail, Context};
 use bollard::Docker;
@@ -31,7 +31,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink) ->
     let s = &ctx.loaded.scenario;
     events.emit(Event::Stage(Stage::Provision));
     let mut cluster = Cluster::create(docker, &ctx.dir.run_id, IMAGE, ctx.seed).await?;
-    let backend = lock_backends::setup_for(s);
+    let backend = s.backend_setup();
     let binds = vec![
         (ctx.exe.clone(), BIN.to_string(), true),
         (ctx.dir.path.clone(), RUN_MOUNT.to_string(), false),
@@ -79,10 +79,11 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink) ->
     let limit_ms = s.time_limit_secs * 1000;
     let mut record = WorkloadRecord::default();
     let plan = schedule::plan(&s.nemesis, s.clients, backend.node_count() as u32, limit_ms, ctx.seed);
-    let mut fault_kinds = vec![];
+    // One fault of each kind the plan holds, for the preflight.
+    let mut kinds: Vec<crate::faults::Fault> = vec![];
     for p in &plan {
-        if !fault_kinds.contains(&p.fault) {
-            fault_kinds.push(p.fault);
+        if !kinds.iter().any(|k| k.name() == p.fault.name()) {
+            kinds.push(p.fault.clone());
         }
     }
     let mut nemesis = Nemesis::new(plan, EventLog::create(&ctx.dir.nemesis_events())?, ctx.clock);
@@ -92,8 +93,8 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink) ->
     {
         let fault_ctx = FaultContext { cluster: &cluster, backend: backend.as_ref() };
         // A fault this machine cannot inject refuses the run before any client starts.
-        for kind in fault_kinds {
-            crate::faults::fault_for(kind).preflight(&fault_ctx).await?;
+        for kind in &kinds {
+            kind.action().preflight(&fault_ctx).await?;
         }
         for change in nemesis.tick(&fault_ctx, &live, 0).await? {
             report_fault(&events, &mut record, change);
@@ -267,20 +268,18 @@ async fn check_binary_runs_in_image(cluster: &Cluster) -> anyhow::Result<()> {
 
 async fn wait_for_port(cluster: &Cluster, name: &str, port: u16) -> anyhow::Result<()> {
     let probe = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    let what = format!("{name} listening on port {port}");
+    wait::until(&what, Duration::from_secs(15), Duration::from_millis(100), || async {
         let (code, _) = cluster.exec(name, &["bash", "-c", &probe]).await?;
         if code == 0 {
-            return Ok(());
+            return Ok(Probe::Ready(()));
         }
         let (running, exit_code) = cluster.state(name).await?;
         if !running {
             let logs = cluster.logs(name).await.unwrap_or_default();
             bail!("{name} exited with code {exit_code:?} before listening on {port}: {}", logs.trim());
         }
-        if Instant::now() > deadline {
-            bail!("{name} did not listen on port {port} within 15 s");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        Ok(Probe::NotYet(String::new()))
+    })
+    .await
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::resource::server::serve_on;
-use crate::scenario::ResourceMode;
+use crate::resource::ResourceMode;
 use checker::Event;
 use std::collections::VecDeque;
 

@@ -14,8 +14,8 @@
 //! CLOCK_MONOTONIC, which keeps running while the process is stopped.
 
 use super::gateway::{b64, int, prefix_end, unb64, Gateway, GatewayError};
+use crate::lock_backends::LockParams;
 use crate::lock_backends::{Grant, LockClient, LockError};
-use crate::scenario::LockParams;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

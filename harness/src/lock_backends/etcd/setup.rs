@@ -4,9 +4,10 @@
 
 use super::gateway::PORT;
 use crate::containers::Cluster;
-use crate::lock_backends::{BackendSetup, ClientConfig};
-use anyhow::{bail, Context};
-use std::time::{Duration, Instant};
+use crate::lock_backends::{BackendSetup, ClientConfig, Leader, Unsupported};
+use crate::wait;
+use anyhow::Context;
+use std::time::Duration;
 
 pub const NODES: usize = 3;
 pub const PROCESS: &str = "etcd";
@@ -34,18 +35,50 @@ impl BackendSetup for Setup {
         PROCESS
     }
 
-    fn renew_unsupported(&self) -> Option<&'static str> {
-        Some("the etcd client keeps its lease alive by itself, every TTL/3")
+    fn renew(&self) -> Result<(), Unsupported> {
+        Err("the etcd client keeps its lease alive by itself, every TTL/3")
     }
 
-    fn clock_faults_unsupported(&self) -> Option<&'static str> {
-        Some("etcd is a Go program that reads the clock without libc, so libfaketime cannot move it")
+    fn clock_faults(&self) -> Result<(), Unsupported> {
+        Err("etcd is a Go program that reads the clock without libc, so libfaketime cannot move it")
     }
 
-    fn leader_unsupported(&self) -> Option<&'static str> {
-        None
+    fn leader(&self) -> Result<&dyn Leader, Unsupported> {
+        Ok(self)
     }
 
+    async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+        let me = ip(cluster, node)?;
+        let mut initial = vec![];
+        for i in 1..=NODES {
+            let n = format!("n{i}");
+            initial.push(format!("{n}=http://{}:{PEER_PORT}", ip(cluster, &n)?));
+        }
+        let dir = data_dir(node);
+        // A restarted member has its data directory; etcd then ignores the initial-cluster flags,
+        // but say `existing` anyway so the log reads right.
+        let (has_data, _) = cluster.exec(node, &["test", "-d", &format!("{dir}/member")]).await?;
+        let state = if has_data == 0 { "existing" } else { "new" };
+        let command = format!(
+            "nohup etcd --name {node} --data-dir {dir} \
+             --listen-peer-urls http://0.0.0.0:{PEER_PORT} --initial-advertise-peer-urls http://{me}:{PEER_PORT} \
+             --listen-client-urls http://0.0.0.0:{PORT} --advertise-client-urls http://{me}:{PORT} \
+             --initial-cluster {} --initial-cluster-state {state} --initial-cluster-token lockchaos \
+             >> /lockchaos/logs/{node}-etcd.log 2>&1 &",
+            initial.join(",")
+        );
+        cluster.exec_ok(node, &["sh", "-c", &command]).await.with_context(|| format!("starting etcd in {node}"))?;
+        wait_healthy(cluster, node, &me).await
+    }
+
+    fn client_config(&self, cluster: &Cluster) -> ClientConfig {
+        let endpoints = (1..=NODES).map(|i| format!("{}:{PORT}", ip(cluster, &format!("n{i}")).unwrap_or_default())).collect();
+        ClientConfig::Etcd { endpoints }
+    }
+}
+
+#[async_trait::async_trait]
+impl Leader for Setup {
     /// Asks every member for its status (`etcdctl endpoint status`, from a running member) and
     /// returns the node whose member id is the leader id they report.
     async fn leader(&self, cluster: &Cluster) -> anyhow::Result<Option<String>> {
@@ -83,54 +116,19 @@ impl BackendSetup for Setup {
         }
         Ok(None)
     }
-
-    async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
-        let me = ip(cluster, node)?;
-        let mut initial = vec![];
-        for i in 1..=NODES {
-            let n = format!("n{i}");
-            initial.push(format!("{n}=http://{}:{PEER_PORT}", ip(cluster, &n)?));
-        }
-        let dir = data_dir(node);
-        // A restarted member has its data directory; etcd then ignores the initial-cluster flags,
-        // but say `existing` anyway so the log reads right.
-        let (has_data, _) = cluster.exec(node, &["test", "-d", &format!("{dir}/member")]).await?;
-        let state = if has_data == 0 { "existing" } else { "new" };
-        let command = format!(
-            "nohup etcd --name {node} --data-dir {dir} \
-             --listen-peer-urls http://0.0.0.0:{PEER_PORT} --initial-advertise-peer-urls http://{me}:{PEER_PORT} \
-             --listen-client-urls http://0.0.0.0:{PORT} --advertise-client-urls http://{me}:{PORT} \
-             --initial-cluster {} --initial-cluster-state {state} --initial-cluster-token lockchaos \
-             >> /lockchaos/logs/{node}-etcd.log 2>&1 &",
-            initial.join(",")
-        );
-        cluster.exec_ok(node, &["sh", "-c", &command]).await.with_context(|| format!("starting etcd in {node}"))?;
-        wait_healthy(cluster, node, &me).await
-    }
-
-    fn client_config(&self, cluster: &Cluster) -> ClientConfig {
-        let endpoints = (1..=NODES).map(|i| format!("{}:{PORT}", ip(cluster, &format!("n{i}")).unwrap_or_default())).collect();
-        ClientConfig::Etcd { endpoints }
-    }
 }
 
 /// `etcdctl endpoint health` on the member itself: it succeeds once the member can commit a
 /// proposal, i.e. the cluster has a leader and the member has joined it.
 async fn wait_healthy(cluster: &Cluster, node: &str, ip: &str) -> anyhow::Result<()> {
     let endpoint = format!("http://{ip}:{PORT}");
-    let deadline = Instant::now() + START_LIMIT;
-    loop {
-        let (code, out) = cluster
-            .exec(node, &["env", "ETCDCTL_API=3", "etcdctl", "--endpoints", &endpoint, "--command-timeout=2s", "endpoint", "health"])
-            .await?;
-        if code == 0 && out.contains("is healthy") {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("etcd on {node} not healthy within {START_LIMIT:?} (see logs/{node}-etcd.log): {}", out.trim());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let what = format!("etcd on {node} healthy (see logs/{node}-etcd.log)");
+    wait::until(&what, START_LIMIT, Duration::from_millis(200), || async {
+        let health = ["env", "ETCDCTL_API=3", "etcdctl", "--endpoints", &endpoint, "--command-timeout=2s", "endpoint", "health"];
+        let (code, out) = cluster.exec(node, &health).await?;
+        Ok(wait::ready_if(code == 0 && out.contains("is healthy"), out))
+    })
+    .await
 }
 
 /// The IP of the endpoint that reports itself as leader, from `etcdctl endpoint status -w json`.

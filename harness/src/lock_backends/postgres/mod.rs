@@ -11,11 +11,13 @@
 //! - `postgres-xact-replicated`: the xact lock on a primary (n1) with a synchronous streaming
 //!   standby (n2); a `failover` kills the primary and promotes the standby.
 //!
-//! `setup` starts the server (and `pgbouncer` the pooler, `replication` the standby);
+//! `server` runs a Postgres server in a node; `setup` is the backend (with `pgbouncer` the
+//! pooler, `replication` the standby);
 //! `session` and `xact` are the clients.
 
 pub mod pgbouncer;
 pub mod replication;
+pub mod server;
 pub mod session;
 pub mod setup;
 pub mod xact;

@@ -4,8 +4,9 @@
 //! PgBouncer refuses to run as root and needs an auth_file even with auth_type=trust.
 
 use crate::containers::Cluster;
-use anyhow::{bail, Context};
-use std::time::{Duration, Instant};
+use crate::wait;
+use anyhow::Context;
+use std::time::Duration;
 
 pub const PORT: u16 = 6432;
 /// Server connections per (database, user): fewer than the clients, so backends are shared.
@@ -50,16 +51,10 @@ pub async fn start(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
         .exec_ok(node, &["runuser", "-u", "postgres", "--", "pgbouncer", "-d", &format!("{DIR}/pgbouncer.ini")])
         .await
         .context("starting pgbouncer")?;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (code, out) =
-            cluster.exec(node, &["psql", "-h", "127.0.0.1", "-p", &PORT.to_string(), "-U", "postgres", "-qAt", "-c", "SELECT 1"]).await?;
-        if code == 0 {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("pgbouncer in {node} did not answer within 15 s: {}", out.trim());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::until(&format!("pgbouncer in {node} answering"), Duration::from_secs(15), Duration::from_millis(100), || async {
+        let query = ["psql", "-h", "127.0.0.1", "-p", &PORT.to_string(), "-U", "postgres", "-qAt", "-c", "SELECT 1"];
+        let (code, out) = cluster.exec(node, &query).await?;
+        Ok(wait::ready_if(code == 0, out))
+    })
+    .await
 }

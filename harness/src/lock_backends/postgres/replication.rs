@@ -7,10 +7,11 @@
 //! Only the primary names a synchronous standby: a promoted n2 with that setting and nobody to
 //! replicate to would block every commit.
 
-use super::setup::{psql_on, BIN, DATA};
+use super::server::{is_primary, psql_on, BIN, DATA};
 use crate::containers::Cluster;
+use crate::wait;
 use anyhow::{bail, Context};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub const PRIMARY: &str = "n1";
 pub const STANDBY: &str = "n2";
@@ -41,20 +42,12 @@ pub async fn make_synchronous(cluster: &Cluster) -> anyhow::Result<()> {
     psql_on(cluster, PRIMARY, "ALTER SYSTEM SET synchronous_standby_names = '*'").await?;
     psql_on(cluster, PRIMARY, "ALTER SYSTEM SET synchronous_commit = on").await?;
     psql_on(cluster, PRIMARY, "SELECT pg_reload_conf()").await?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    let what = format!("{STANDBY} streaming to {PRIMARY} as its synchronous standby");
+    wait::until(&what, Duration::from_secs(20), Duration::from_millis(200), || async {
         let state = psql_on(cluster, PRIMARY, "SELECT sync_state FROM pg_stat_replication").await.unwrap_or_default();
-        if state.trim() == "sync" {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "the standby {STANDBY} did not become {PRIMARY}'s synchronous standby within 20 s (pg_stat_replication: {:?})",
-                state.trim()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        Ok(wait::ready_if(state.trim() == "sync", format!("pg_stat_replication sync_state {:?}", state.trim())))
+    })
+    .await
 }
 
 /// The other server of the pair.
@@ -79,18 +72,12 @@ pub async fn failover(cluster: &Cluster, node: &str) -> anyhow::Result<String> {
         .exec_ok(standby, &["runuser", "-u", "postgres", "--", "sh", "-c", &promote])
         .await
         .with_context(|| format!("promoting {standby}"))?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !is_primary(cluster, standby).await {
-        if Instant::now() > deadline {
-            bail!("{standby} still in recovery 20 s after pg_ctl promote");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let what = format!("{standby} out of recovery after pg_ctl promote");
+    wait::until(&what, Duration::from_secs(20), Duration::from_millis(100), || async {
+        Ok(wait::ready_if(is_primary(cluster, standby).await, "in recovery"))
+    })
+    .await?;
     Ok(format!("{node}'s postgres killed, {standby} promoted"))
-}
-
-async fn is_primary(cluster: &Cluster, node: &str) -> bool {
-    psql_on(cluster, node, "SELECT pg_is_in_recovery()").await.is_ok_and(|out| out.trim() == "f")
 }
 
 /// The node whose server accepts writes now (after a failover: the promoted one).

@@ -7,8 +7,8 @@
 //! server connections, and this client runs unchanged behind it.
 
 use super::{advisory_key, connect, describe, first_value, Session};
+use crate::lock_backends::LockParams;
 use crate::lock_backends::{Grant, LockClient, LockError};
-use crate::scenario::LockParams;
 use std::time::{Duration, Instant};
 
 /// A session lock has no expiry: the grant is valid until released or the session ends.

@@ -3,22 +3,14 @@
 //! counter lives in the same database: tables `ledger` (the counters) and `ledger_log` (every
 //! committed read and write, in order), exported at the end of the run as the resource's log.
 
+use super::server::{self, psql_on, HBA_TRUST};
 use super::{pgbouncer, replication, PORT, PROCESS};
 use crate::containers::Cluster;
-use crate::lock_backends::{BackendSetup, ClientConfig};
-use anyhow::{bail, Context};
+use crate::lock_backends::{BackendSetup, ClientConfig, Failover, KillSession, Unsupported};
+use anyhow::Context;
 use checker::{Event, EventType, Process};
-use std::time::{Duration, Instant};
 
 const NODE: &str = "n1";
-pub const BIN: &str = "/usr/lib/postgresql/15/bin";
-pub const DATA: &str = "/var/lib/postgresql/15/main";
-const CONF: &str = "/etc/postgresql/15/main";
-fn log_file(node: &str) -> String {
-    format!("/lockchaos/logs/{node}-postgres.log")
-}
-const START_LIMIT: Duration = Duration::from_secs(30);
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     /// Session-level lock, direct connection.
@@ -47,18 +39,8 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS ledger (key text PRIMARY KEY, v
 CREATE TABLE IF NOT EXISTS ledger_log (seq bigserial PRIMARY KEY, time_ns bigint NOT NULL, client bigint NOT NULL,
   key text NOT NULL, f text NOT NULL, value bigint NOT NULL);";
 
-/// Postgres settings: reachable from the other containers, enough connections for many clients.
-const SETTINGS: &str = "listen_addresses = '*'\nmax_connections = 300\n";
-pub const HBA_TRUST: &str = "host all all 0.0.0.0/0 trust";
-
 async fn psql(cluster: &Cluster, sql: &str) -> anyhow::Result<String> {
     psql_on(cluster, NODE, sql).await
-}
-
-pub async fn psql_on(cluster: &Cluster, node: &str, sql: &str) -> anyhow::Result<String> {
-    cluster
-        .exec_ok(node, &["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qAt", "-c", sql])
-        .await
 }
 
 #[async_trait::async_trait]
@@ -75,12 +57,12 @@ impl BackendSetup for Setup {
         PROCESS
     }
 
-    fn renew_unsupported(&self) -> Option<&'static str> {
-        Some("an advisory lock has no lease to renew: it lasts as long as its session or transaction")
+    fn renew(&self) -> Result<(), Unsupported> {
+        Err("an advisory lock has no lease to renew: it lasts as long as its session or transaction")
     }
 
-    fn clock_faults_unsupported(&self) -> Option<&'static str> {
-        Some("advisory locks have no time in them: a server clock jump changes nothing")
+    fn clock_faults(&self) -> Result<(), Unsupported> {
+        Err("advisory locks have no time in them: a server clock jump changes nothing")
     }
 
     /// Configures the cluster (once), starts it with pg_ctl as user postgres and waits until it
@@ -88,11 +70,11 @@ impl BackendSetup for Setup {
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
         let replicated = self.variant == Variant::XactReplicated;
         let hba = if replicated { format!("{HBA_TRUST}\\n{}", replication::HBA_REPLICATION) } else { HBA_TRUST.to_string() };
-        configure(cluster, node, &hba).await?;
+        server::configure(cluster, node, &hba).await?;
         if replicated && node == replication::STANDBY {
             replication::prepare_standby(cluster, node).await?;
         }
-        pg_start(cluster, node).await?;
+        server::start(cluster, node).await?;
         // The standby gets the tables by replication (and cannot write).
         if self.variant.transactional() && node == NODE {
             psql(cluster, SCHEMA).await.context("creating the ledger tables")?;
@@ -114,28 +96,18 @@ impl BackendSetup for Setup {
         Ok(())
     }
 
-    fn kill_session_unsupported(&self) -> Option<&'static str> {
-        (self.variant == Variant::SessionPooler).then_some("behind PgBouncer the server's sessions belong to the pool, not to clients")
+    fn kill_session(&self) -> Result<&dyn KillSession, Unsupported> {
+        match self.variant {
+            Variant::SessionPooler => Err("behind PgBouncer the server's sessions belong to the pool, not to clients"),
+            _ => Ok(self),
+        }
     }
 
-    /// pg_terminate_backend on every session whose peer is the client, on the primary.
-    async fn kill_sessions(&self, cluster: &Cluster, client_ip: std::net::Ipv4Addr) -> anyhow::Result<u64> {
-        let node = match self.variant {
-            Variant::XactReplicated => replication::current_primary(cluster).await?,
-            _ => NODE,
-        };
-        let sql =
-            format!("SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE client_addr = '{client_ip}') t");
-        let out = psql_on(cluster, node, &sql).await?;
-        out.trim().parse().with_context(|| format!("pg_terminate_backend count: {out:?}"))
-    }
-
-    fn failover_unsupported(&self) -> Option<&'static str> {
-        (self.variant != Variant::XactReplicated).then_some("one server, no standby to promote (use postgres-xact-replicated)")
-    }
-
-    async fn failover(&self, cluster: &Cluster, node: &str) -> anyhow::Result<String> {
-        replication::failover(cluster, node).await
+    fn failover(&self) -> Result<&dyn Failover, Unsupported> {
+        match self.variant {
+            Variant::XactReplicated => Ok(self),
+            _ => Err("one server, no standby to promote (use postgres-xact-replicated)"),
+        }
     }
 
     fn client_config(&self, cluster: &Cluster) -> ClientConfig {
@@ -170,29 +142,26 @@ impl BackendSetup for Setup {
     }
 }
 
-/// Debian's cluster 15/main in `node`, reachable over TCP without a password (`hba`: the
-/// pg_hba.conf lines to put first), configured once.
-pub async fn configure(cluster: &Cluster, node: &str, hba: &str) -> anyhow::Result<()> {
-    let log = log_file(node);
-    let configure = format!(
-        "set -e; if ! grep -qx '{HBA_TRUST}' {CONF}/pg_hba.conf; then \
-           sed -i '1i {hba}' {CONF}/pg_hba.conf; \
-           mkdir -p {CONF}/conf.d; printf \"{SETTINGS}\" > {CONF}/conf.d/lockchaos.conf; fi; \
-         touch {log}; chown postgres {log}; mkdir -p /var/run/postgresql; chown postgres /var/run/postgresql"
-    );
-    cluster.exec_ok(node, &["sh", "-c", &configure]).await.context("configuring postgres")?;
-    Ok(())
+#[async_trait::async_trait]
+impl KillSession for Setup {
+    /// pg_terminate_backend on every session whose peer is the client, on the primary.
+    async fn kill_sessions(&self, cluster: &Cluster, client_ip: std::net::Ipv4Addr) -> anyhow::Result<u64> {
+        let node = match self.variant {
+            Variant::XactReplicated => replication::current_primary(cluster).await?,
+            _ => NODE,
+        };
+        let sql =
+            format!("SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE client_addr = '{client_ip}') t");
+        let out = psql_on(cluster, node, &sql).await?;
+        out.trim().parse().with_context(|| format!("pg_terminate_backend count: {out:?}"))
+    }
 }
 
-/// Starts the configured cluster with pg_ctl as user postgres and waits until it accepts
-/// connections.
-pub async fn pg_start(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
-    let start = format!("{BIN}/pg_ctl -D {DATA} -o '-c config_file={CONF}/postgresql.conf' -l {} start", log_file(node));
-    cluster
-        .exec_ok(node, &["runuser", "-u", "postgres", "--", "sh", "-c", &start])
-        .await
-        .with_context(|| format!("starting postgres in {node}"))?;
-    wait_ready(cluster, node).await
+#[async_trait::async_trait]
+impl Failover for Setup {
+    async fn failover(&self, cluster: &Cluster, node: &str) -> anyhow::Result<String> {
+        replication::failover(cluster, node).await
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -212,22 +181,6 @@ fn parse_row(line: &str) -> anyhow::Result<Event> {
     ev.client = Some(row.client);
     ev.value = row.value.into();
     Ok(ev)
-}
-
-async fn wait_ready(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
-    let deadline = Instant::now() + START_LIMIT;
-    loop {
-        let (code, out) =
-            cluster.exec(node, &[&format!("{BIN}/pg_isready"), "-U", "postgres", "-h", "127.0.0.1", "-p", &PORT.to_string()]).await?;
-        if code == 0 {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            let (_, log) = cluster.exec(node, &["tail", "-n", "20", &log_file(node)]).await.unwrap_or_default();
-            bail!("postgres in {node} not ready within {START_LIMIT:?}: {} {}", out.trim(), log.trim());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@
 //! go with it. A holder that wakes up afterwards finds its session gone and cannot commit.
 
 use super::{advisory_key, connect, describe, first_value, Session};
+use crate::lock_backends::LockParams;
 use crate::lock_backends::{Grant, LockClient, LockError, TxResource};
-use crate::scenario::LockParams;
 use std::time::{Duration, Instant};
 use tokio_postgres::Client as PgClient;
 

@@ -1,5 +1,7 @@
 //! Finding scenarios: by path, or by name in ./scenarios (else the source tree's scenarios/).
+//! A scenario found here has been loaded and held against its backend (the preflight).
 
+use crate::preflight;
 use crate::scenario::{self, LoadedScenario, ScenarioError};
 use anyhow::bail;
 use std::path::{Path, PathBuf};
@@ -16,14 +18,21 @@ pub fn default_dir() -> PathBuf {
 pub fn resolve(name_or_path: &str) -> anyhow::Result<LoadedScenario> {
     let path = Path::new(name_or_path);
     if path.extension().is_some_and(|e| e == "toml") || path.components().count() > 1 {
-        return Ok(scenario::load_file(path)?);
+        return Ok(load(path)?);
     }
     let file = default_dir().join(format!("{name_or_path}.toml"));
     if !file.exists() {
         let known: Vec<String> = list(None)?.into_iter().filter_map(|s| s.ok().map(|s| s.name)).collect();
         bail!("no scenario named `{name_or_path}` in {} (known: {})", default_dir().display(), known.join(", "));
     }
-    Ok(scenario::load_file(&file)?)
+    Ok(load(&file)?)
+}
+
+/// Loads one file and holds it against its backend.
+pub fn load(path: &Path) -> Result<LoadedScenario, ScenarioError> {
+    let loaded = scenario::load_file(path)?;
+    preflight::check(&loaded)?;
+    Ok(loaded)
 }
 
 /// Every scenario in the folder, sorted by name; a broken file is listed as its error.
@@ -35,5 +44,8 @@ pub fn list(dir: Option<&Path>) -> anyhow::Result<Vec<Result<LoadedScenario, Sce
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
         .collect();
     files.sort();
-    Ok(files.iter().map(|f| scenario::load_file(f)).collect())
+    Ok(files.iter().map(|f| load(f)).collect())
 }
+
+#[cfg(test)]
+mod tests;

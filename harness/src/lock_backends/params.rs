@@ -1,0 +1,121 @@
+//! What a scenario says about the lock: which backend, the lock's parameters, and how the
+//! backend's servers run. The `[lock]` and `[server]` tables of a scenario file.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendKind {
+    /// One Redis server; SET key value NX PX ttl, release by Lua compare-and-delete.
+    RedisSingle,
+    /// Five independent Redis servers; Redlock's majority rule.
+    Redlock,
+    /// A master with an asynchronous replica, and three Sentinels that fail over.
+    RedisSentinel,
+    /// A 3-member etcd cluster: lease + lock key, token = the key's create_revision.
+    Etcd,
+    /// One Postgres server: session-level advisory lock on a direct connection.
+    PostgresSession,
+    /// The same session-level lock through PgBouncer in transaction pooling mode.
+    PostgresSessionPooler,
+    /// Transaction-level advisory lock; the counter is a table written in the same transaction.
+    PostgresXact,
+    /// The same, on a primary (n1) with a synchronous streaming standby (n2) that a
+    /// `failover` promotes; clients connect to whichever accepts writes.
+    PostgresXactReplicated,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::RedisSingle => "redis-single",
+            BackendKind::Redlock => "redlock",
+            BackendKind::RedisSentinel => "redis-sentinel",
+            BackendKind::Etcd => "etcd",
+            BackendKind::PostgresSession => "postgres-session",
+            BackendKind::PostgresSessionPooler => "postgres-session-pooler",
+            BackendKind::PostgresXact => "postgres-xact",
+            BackendKind::PostgresXactReplicated => "postgres-xact-replicated",
+        }
+    }
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct LockParams {
+    #[serde(default = "defaults::ttl_ms")]
+    pub ttl_ms: u64,
+    #[serde(default = "defaults::acquire_timeout_ms")]
+    pub acquire_timeout_ms: u64,
+    /// Delay between attempts while the lock is taken.
+    #[serde(default = "defaults::retry_ms")]
+    pub retry_ms: u64,
+    /// Redlock: how long to wait for one node before counting it as a no.
+    #[serde(default = "defaults::node_timeout_ms")]
+    pub node_timeout_ms: u64,
+    /// Redlock: clock drift allowance as a share of the TTL (plus 2 ms).
+    #[serde(default = "defaults::drift_factor")]
+    pub drift_factor: f64,
+    /// Renew the grant every this many ms while holding it (0: never). A failed renew is
+    /// recorded; the client carries on unless `workload.honour_session_loss` (Redis backends).
+    #[serde(default)]
+    pub renew_ms: u64,
+}
+
+impl Default for LockParams {
+    fn default() -> Self {
+        LockParams {
+            ttl_ms: defaults::ttl_ms(),
+            acquire_timeout_ms: defaults::acquire_timeout_ms(),
+            retry_ms: defaults::retry_ms(),
+            node_timeout_ms: defaults::node_timeout_ms(),
+            drift_factor: defaults::drift_factor(),
+            renew_ms: 0,
+        }
+    }
+}
+
+/// How the backend's servers run.
+#[derive(Deserialize, Serialize, Clone, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ServerParams {
+    #[serde(default)]
+    pub persistence: Persistence,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Persistence {
+    /// Redis keeps everything in memory only: a restarted server has forgotten every lock.
+    #[default]
+    None,
+    /// Redis appends every write to its AOF and fsyncs it before replying (appendfsync
+    /// always): a restarted server replays it, locks (with their expiry times) included.
+    Appendonly,
+}
+
+/// How the servers of one run are started: with libfaketime when a fault moves their clocks,
+/// and with the scenario's persistence.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServerOptions {
+    pub faketime: bool,
+    pub persistence: Persistence,
+}
+
+mod defaults {
+    pub fn ttl_ms() -> u64 {
+        2000
+    }
+    pub fn acquire_timeout_ms() -> u64 {
+        5000
+    }
+    pub fn retry_ms() -> u64 {
+        50
+    }
+    pub fn node_timeout_ms() -> u64 {
+        100
+    }
+    pub fn drift_factor() -> f64 {
+        0.01
+    }
+}

@@ -1,0 +1,61 @@
+//! The checks of a scenario against its backend, before anything starts: capabilities the
+//! scenario needs (clock faults, persistence, renew, a leader, failover, kill-session), targets
+//! that must exist among the backend's nodes, and each fault's own backend rules
+//! (faults::FaultAction::check_backend). Above both scenario and lock_backends, so neither
+//! needs the other; errors name the file, line and field like the loader's.
+
+use crate::faults::BackendView;
+use crate::lock_backends::{BackendKind, Persistence};
+use crate::resource::ResourceKind;
+use crate::scenario::{LoadedScenario, ScenarioError};
+use crate::target::Target;
+
+/// Holds `loaded` against its backend; the first failure, as one line naming file, line and
+/// field.
+pub fn check(loaded: &LoadedScenario) -> Result<(), ScenarioError> {
+    rules(loaded).map_err(|(field, message)| loaded.error_at(&field, message))
+}
+
+fn rules(loaded: &LoadedScenario) -> Result<(), (String, String)> {
+    let s = &loaded.scenario;
+    let setup = s.backend_setup();
+    let backend = BackendView { name: s.backend.name(), setup: setup.as_ref() };
+    let fail = |field: &str, msg: String| Err((field.to_string(), msg));
+    if s.resource.kind == ResourceKind::Postgres && matches!(s.backend, BackendKind::PostgresXact | BackendKind::PostgresXactReplicated) {
+        return fail("resource.kind", format!("{} keeps its resource in the lock's own transaction", backend.name));
+    }
+    if s.server.persistence != Persistence::None {
+        if let Err(why) = setup.persistence() {
+            return fail("server.persistence", format!("{} cannot: {why}", backend.name));
+        }
+    }
+    if s.lock.renew_ms > 0 {
+        if let Err(why) = setup.renew() {
+            return fail("lock.renew_ms", format!("{} cannot renew on request: {why}", backend.name));
+        }
+    }
+    let nodes = setup.node_count() as u32;
+    let check_target = |field: String, t: &Target| match t {
+        Target::Node(k) if *k > nodes => Err((field, format!("target n{k} but the {} backend has {nodes} node(s)", backend.name))),
+        Target::Leader => match setup.leader() {
+            Err(why) => Err((field, format!("target leader on {}: {why}", backend.name))),
+            Ok(_) => Ok(()),
+        },
+        _ => Ok(()),
+    };
+    for (i, step) in s.nemesis.timeline.iter().enumerate() {
+        let field = |name: &str| format!("nemesis.timeline[{i}].{name}");
+        check_target(field("target"), &step.target)?;
+        for (j, t) in step.fault.action().members().into_iter().enumerate() {
+            check_target(format!("{}[{j}]", field("from")), t)?;
+        }
+        step.fault.action().check_backend(&step.target, &backend).map_err(|(name, msg)| (field(name), msg))?;
+    }
+    if let Some(r) = &s.nemesis.random {
+        check_target("nemesis.random.target".into(), &r.target)?;
+        for f in &r.faults {
+            f.action().check_backend(&r.target, &backend).map_err(|(name, msg)| (format!("nemesis.random.{name}"), msg))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! Reading a scenario file: serde for the shape, validate.rs for the rules, and one error line
+//! naming the file, the line and the field, so a typo in a scenario never costs a container
+//! start.
+
+use super::validate::validate;
+use super::Scenario;
+use std::path::{Path, PathBuf};
+
+/// A scenario file that could not be used: `file:line: field 'a.b': what is wrong`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{}: {}{message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), field.as_ref().map(|f| format!("field '{f}': ")).unwrap_or_default())]
+pub struct ScenarioError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+/// A loaded scenario with where it came from.
+#[derive(Clone, Debug)]
+pub struct LoadedScenario {
+    pub name: String,
+    pub path: PathBuf,
+    pub text: String,
+    pub scenario: Scenario,
+}
+
+impl LoadedScenario {
+    /// An error about `field` (dotted: `nemesis.timeline[0].target`) of this file, at the line
+    /// where the field is written (or its nearest enclosing table).
+    pub fn error_at(&self, field: &str, message: String) -> ScenarioError {
+        ScenarioError { file: self.path.clone(), line: line_of_field(&self.text, field), field: Some(field.to_string()), message }
+    }
+}
+
+pub fn load_file(path: &Path) -> Result<LoadedScenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: path.to_path_buf(),
+        line: None,
+        field: None,
+        message: format!("cannot read: {e}"),
+    })?;
+    load_text(text, path)
+}
+
+/// A scenario from its text; `path` names it (the file stem) and its errors.
+pub fn load_text(text: String, path: &Path) -> Result<LoadedScenario, ScenarioError> {
+    let scenario = parse(&text, path)?;
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(LoadedScenario { name, path: path.to_path_buf(), text, scenario })
+}
+
+pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+    let err =
+        |line: Option<usize>, field: Option<String>, message: String| ScenarioError { file: path.to_path_buf(), line, field, message };
+    let de = toml::Deserializer::new(text);
+    let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut field = e.path().to_string();
+        let inner = e.into_inner();
+        let mut message = inner.message().trim().to_string();
+        let mut span = inner.span();
+        // A fault's parameters are read inside their step: its error names the parameter.
+        if let Some((param, rest)) = super::nemesis::split_param_error(&message) {
+            field = format!("{field}.{param}");
+            message = rest.to_string();
+            span = None;
+        }
+        let line = span.map(|s| line_of_offset(text, s.start)).or_else(|| line_of_field(text, &field));
+        let field = (field != ".").then_some(field);
+        err(line, field, message)
+    })?;
+    validate(&scenario, true).map_err(|(field, message)| err(line_of_field(text, &field), Some(field), message))?;
+    Ok(scenario)
+}
+
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line where a dotted field path (`nemesis.timeline[0].target`) is written, if it is.
+/// Falls back to the nearest enclosing table that exists (a missing field is reported at its table).
+fn line_of_field(text: &str, field: &str) -> Option<usize> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let mut item: &toml_edit::Item = doc.as_item();
+    let mut best = None;
+    for seg in field.split('.').filter(|s| !s.is_empty()) {
+        let (name, index) = match seg.split_once('[') {
+            Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (seg, None),
+        };
+        let Some(next) = item.get(name) else { break };
+        item = next;
+        if let Some(i) = index {
+            let Some(next) = item.get(i) else { break };
+            item = next;
+        }
+        best = item.span().or(best);
+    }
+    best.map(|s| line_of_offset(text, s.start))
+}

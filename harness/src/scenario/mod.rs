@@ -1,0 +1,72 @@
+//! Scenario files: one TOML file per scenario, validated before anything starts.
+//!
+//! A scenario composes each part's own parameters (`[lock]` and `[server]` from
+//! lock_backends, `[workload]` from worker, `[resource]` from resource) with the nemesis
+//! (nemesis.rs: the timeline of typed faults and the random schedule). load.rs reads a file and
+//! names the file, line and field of every error; validate.rs holds the rules serde cannot
+//! express that need nothing but the file. Rules that need the backend are the preflight's.
+
+mod load;
+mod nemesis;
+mod validate;
+
+pub use load::{load_file, load_text, parse, LoadedScenario, ScenarioError};
+pub use nemesis::{Nemesis, RandomFaults, TimelineStep, Trigger};
+pub use validate::validate_overrides;
+
+use crate::lock_backends::{self, BackendKind, BackendSetup, LockParams, ServerOptions, ServerParams};
+use crate::resource::ResourceParams;
+use crate::worker::Workload;
+pub use results::Expectation;
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// One line: what the scenario shows.
+    pub description: String,
+    pub expect: Expectation,
+    /// The failure this scenario stands for in the matrix ("pause", "failover"); by default
+    /// the faults it injects (partitions that only set the stage left out), or "baseline".
+    #[serde(default)]
+    pub failure: Option<String>,
+    pub backend: BackendKind,
+    #[serde(default = "defaults::clients")]
+    pub clients: u32,
+    #[serde(default = "defaults::time_limit_secs")]
+    pub time_limit_secs: u64,
+    /// Seed for random schedules and worker jitter; a run without one draws one and records it.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub lock: LockParams,
+    #[serde(default)]
+    pub workload: Workload,
+    #[serde(default)]
+    pub resource: ResourceParams,
+    #[serde(default)]
+    pub server: ServerParams,
+    #[serde(default)]
+    pub nemesis: Nemesis,
+}
+
+impl Scenario {
+    /// The backend as this scenario runs it: under libfaketime when a fault moves clocks, with
+    /// the scenario's persistence.
+    pub fn backend_setup(&self) -> Box<dyn BackendSetup> {
+        let options = ServerOptions { faketime: self.nemesis.moves_clocks(), persistence: self.server.persistence };
+        lock_backends::setup_for(self.backend, options)
+    }
+}
+
+mod defaults {
+    pub fn clients() -> u32 {
+        2
+    }
+    pub fn time_limit_secs() -> u64 {
+        30
+    }
+}
+
+#[cfg(test)]
+mod tests;

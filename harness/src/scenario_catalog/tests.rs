@@ -1,0 +1,189 @@
+//! Loading as users do (the file's rules, then the preflight against its backend): each bad
+//! file must yield one line naming file, line and field.
+
+use crate::scenario::{self, LoadedScenario, ScenarioError};
+use std::path::Path;
+
+fn load_text(text: &str) -> Result<LoadedScenario, ScenarioError> {
+    let loaded = scenario::load_text(text.to_string(), Path::new("f.toml"))?;
+    crate::preflight::check(&loaded)?;
+    Ok(loaded)
+}
+
+/// (what is wrong, file text, expected complete error line)
+const BAD: &[(&str, &str, &str)] = &[
+    (
+        "typo in a field name",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[workload]\nwrok_ms = 5\n",
+        "f.toml:5: field 'workload.wrok_ms': unknown field `wrok_ms`, expected one of `key`, `work_ms`, `think_ms`, `op_timeout_ms`, `honour_session_loss`",
+    ),
+    (
+        "wrong type",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\nclients = \"two\"\n",
+        "f.toml:4: field 'clients': invalid type: string \"two\", expected u32",
+    ),
+    (
+        "missing required field",
+        "description = \"d\"\nbackend = \"redis-single\"\n",
+        "f.toml:1: missing field `expect`",
+    ),
+    (
+        "unknown backend",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"zookeeper\"\n",
+        "f.toml:3: field 'backend': unknown variant `zookeeper`, expected one of `redis-single`, `redlock`, `redis-sentinel`, `etcd`",
+    ),
+    (
+        "bad expectation",
+        "description = \"d\"\nexpect = \"maybe\"\nbackend = \"redis-single\"\n",
+        "f.toml:2: field 'expect': unknown variant `maybe`, expected `violation` or `safe`",
+    ),
+    (
+        "target beyond the clients",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"client-3\"\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': target client-3 but the scenario has 2 clients",
+    ),
+    (
+        "malformed target",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"node\"\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K`, `nK` (K from 1), `holder`, `leader`, `nodes`, `random-client` or `random-node`",
+    ),
+    (
+        "node beyond the backend's nodes",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"kill\"\ntarget = \"n2\"\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': target n2 but the redis-single backend has 1 node(s)",
+    ),
+    (
+        "unknown trigger",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"kill\"\ntarget = \"n1\"\nduration_ms = 1\nwhen = \"later\"\n",
+        "f.toml:10: field 'nemesis.timeline[0].when': unknown variant `later`, expected one of `acquired`, `in-section`, `after-check`",
+    ),
+    (
+        "partition without `from`",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"client-1\"\nduration_ms = 1\n",
+        "f.toml:7: field 'nemesis.timeline[0].fault': a partition needs `from` (the members to cut the target off from) or a `shape`",
+    ),
+    (
+        "clock jump on a client",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"clock-jump\"\ntarget = \"client-1\"\noffset_ms = 5\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': a clock-jump needs a node target (nK, random-node or leader)",
+    ),
+    (
+        "partition from a node the backend lacks",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"client-1\"\nfrom = [\"n4\", \"n6\"]\nduration_ms = 1\n",
+        "f.toml:9: field 'nemesis.timeline[0].from[1]': target n6 but the redlock backend has 5 node(s)",
+    ),
+    (
+        "leader on a backend without one",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"kill\"\ntarget = \"leader\"\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': target leader on redlock: its servers elect no leader",
+    ),
+    (
+        "latency on a client",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"latency\"\ntarget = \"client-1\"\ndelay_ms = 5\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': latency is added on a node's interface (workers have no NET_ADMIN): the target must be a node",
+    ),
+    (
+        "clock strobe without a period",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"clock-strobe\"\ntarget = \"n1\"\noffset_ms = 5000\nduration_ms = 1\n",
+        "f.toml:7: field 'nemesis.timeline[0].fault': clock-strobe: missing field `period_ms`",
+    ),
+    (
+        "a parameter the fault does not take",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"n1\"\noffset_ms = 5000\nduration_ms = 1\n",
+        "f.toml:9: field 'nemesis.timeline[0].offset_ms': does not apply to a pause fault",
+    ),
+    (
+        "halves aimed at one node",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"etcd\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"n1\"\nshape = \"halves\"\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': shape halves splits all the nodes: use target = \"nodes\"",
+    ),
+    (
+        "majority ring on three nodes",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"etcd\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"nodes\"\nshape = \"majority-ring\"\nduration_ms = 1\n",
+        "f.toml:9: field 'nemesis.timeline[0].shape': majority-ring needs at least 5 nodes; etcd has 3",
+    ),
+    (
+        "failover on a backend without replicas",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"failover\"\ntarget = \"n1\"\nduration_ms = 1\n",
+        "f.toml:7: field 'nemesis.timeline[0].fault': redis-single has no failover: it has no replica to promote",
+    ),
+    (
+        "renewal on etcd",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"etcd\"\n\n[lock]\nttl_ms = 2000\nrenew_ms = 500\n",
+        "f.toml:7: field 'lock.renew_ms': etcd cannot renew on request: the etcd client keeps its lease alive by itself, every TTL/3",
+    ),
+    (
+        "renewal slower than the TTL",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[lock]\nttl_ms = 2000\nrenew_ms = 2000\n",
+        "f.toml:7: field 'lock.renew_ms': 2000 is not below lock.ttl_ms (2000): the lease would lapse between renewals",
+    ),
+    (
+        "a trigger client without a trigger",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"n1\"\nduration_ms = 1\nby = \"client-1\"\n",
+        "f.toml:10: field 'nemesis.timeline[0].by': needs `when`: the trigger that this client's events fire",
+    ),
+    (
+        "a trigger client that is a node",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"n1\"\nduration_ms = 1\nwhen = \"acquired\"\nby = \"n1\"\n",
+        "f.toml:11: field 'nemesis.timeline[0].by': must name a client (client-K)",
+    ),
+    (
+        "a trigger client beyond the clients",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"n1\"\nduration_ms = 1\nwhen = \"acquired\"\nby = \"client-3\"\n",
+        "f.toml:11: field 'nemesis.timeline[0].by': target client-3 but the scenario has 2 clients",
+    ),
+    (
+        "fault after the time limit",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\ntime_limit_secs = 5\n[[nemesis.timeline]]\nat_ms = 9000\nfault = \"pause\"\ntarget = \"holder\"\nduration_ms = 1\n",
+        "f.toml:6: field 'nemesis.timeline[0].at_ms': 9000 is not before the time limit (5000 ms)",
+    ),
+    (
+        "inverted random range",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[nemesis.random]\nfaults = [\"pause\"]\ntarget = \"random-client\"\ninterval_ms = [10, 5]\nduration_ms = [1, 2]\n",
+        "f.toml:7: field 'nemesis.random.interval_ms': min 10 is above max 5",
+    ),
+    (
+        "clock strobe too fast",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"clock-strobe\"\ntarget = \"n1\"\noffset_ms = 5000\nperiod_ms = 5\nduration_ms = 1\n",
+        "f.toml:10: field 'nemesis.timeline[0].period_ms': a clock-strobe needs `period_ms` of at least 10",
+    ),
+    (
+        "a partition between two clients",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"client-1\"\nfrom = [\"client-2\"]\nduration_ms = 1\n",
+        "f.toml:9: field 'nemesis.timeline[0].from': cannot cut client-1 off from client-2: workers have no iptables",
+    ),
+    (
+        "an unknown fault",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"freeze\"\ntarget = \"n1\"\nduration_ms = 1\n",
+        "f.toml:7: field 'nemesis.timeline[0].fault': unknown fault `freeze`, expected one of: pause, kill, partition",
+    ),
+    (
+        "a wrongly typed fault parameter",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"clock-jump\"\ntarget = \"n1\"\noffset_ms = \"soon\"\nduration_ms = 1\n",
+        "f.toml:9: field 'nemesis.timeline[0].offset_ms': invalid type: string \"soon\", expected i64",
+    ),
+    (
+        "a random fault that needs parameters",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[nemesis.random]\nfaults = [\"pause\", \"latency\"]\ntarget = \"random-node\"\ninterval_ms = [10, 50]\nduration_ms = [1, 2]\n",
+        "f.toml:5: field 'nemesis.random.faults': latency needs parameters: use a [[nemesis.timeline]] step",
+    ),
+    (
+        "persistence on a backend without it",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-session\"\n[server]\npersistence = \"appendonly\"\n",
+        "f.toml:5: field 'server.persistence': postgres-session cannot: it has no persistence setting (only the Redis backends do)",
+    ),
+    (
+        "not TOML at all",
+        "description = \"d\nexpect = 1\n",
+        "f.toml:1: ",
+    ),
+];
+
+#[test]
+fn bad_files_give_one_line_naming_file_line_and_field() {
+    for (what, text, want) in BAD {
+        let err = load_text(text).expect_err(what).to_string();
+        assert!(!err.contains('\n'), "{what}: error spans several lines: {err:?}");
+        assert!(err.starts_with(want), "{what}:\n  got  {err}\n  want {want}");
+    }
+}
