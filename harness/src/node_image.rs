@@ -58,11 +58,18 @@ pub enum EnsureOutcome {
 /// Hex sha256 of the embedded build inputs, concatenated in order
 /// (= `cat build-offline.sh Dockerfile jemalloc-stub.c packages.txt | sha256sum`).
 pub fn inputs_hash() -> String {
-    let mut all = Vec::new();
-    for (_, text) in INPUTS {
-        all.extend_from_slice(text.as_bytes());
+    sha256_hex(INPUTS.iter().map(|(_, text)| text.as_bytes()))
+}
+
+/// Lowercase hex SHA-256 of `parts` concatenated, as `sha256sum` prints it (the label must
+/// match what build-offline.sh computes).
+fn sha256_hex<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    for part in parts {
+        hasher.update(part);
     }
-    sha256_hex(&all)
+    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// An exclusive lock held for the duration of a build, released when dropped.
@@ -230,11 +237,7 @@ fn forward_lines(pipe: impl AsyncRead + Unpin + Send + 'static, tx: tokio::sync:
 }
 
 async fn build_dockerfile(docker: &bollard::Docker, hash: &str, progress: &(dyn Fn(&str) + Sync), log: &mut std::fs::File) -> Result<()> {
-    let mut tar = Vec::new();
-    for (name, text) in INPUTS {
-        tar_append(&mut tar, name, text.as_bytes());
-    }
-    tar.resize(tar.len() + 1024, 0); // end-of-archive marker
+    let tar = build_context()?;
     let options = bollard::query_parameters::BuildImageOptions {
         t: Some(IMAGE.to_string()),
         labels: Some([(INPUTS_LABEL.to_string(), hash.to_string())].into()),
@@ -253,80 +256,31 @@ async fn build_dockerfile(docker: &bollard::Docker, hash: &str, progress: &(dyn 
     Ok(())
 }
 
-/// Appends one regular file to a ustar archive (the daemon wants the build context as tar).
-fn tar_append(tar: &mut Vec<u8>, name: &str, data: &[u8]) {
-    let mut h = [0u8; 512];
-    h[..name.len()].copy_from_slice(name.as_bytes());
-    let octal = |h: &mut [u8; 512], at: usize, width: usize, v: u64| {
-        let s = format!("{v:0w$o}\0", w = width - 1);
-        h[at..at + width].copy_from_slice(s.as_bytes());
-    };
-    octal(&mut h, 100, 8, 0o644); // mode
-    octal(&mut h, 108, 8, 0); // uid
-    octal(&mut h, 116, 8, 0); // gid
-    octal(&mut h, 124, 12, data.len() as u64); // size
-    octal(&mut h, 136, 12, 0); // mtime
-    h[148..156].fill(b' '); // checksum is computed with its own field as spaces
-    h[156] = b'0'; // regular file
-    h[257..265].copy_from_slice(b"ustar\x0000");
-    let sum: u32 = h.iter().map(|&b| b as u32).sum();
-    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
-    tar.extend_from_slice(&h);
-    tar.extend_from_slice(data);
-    tar.resize(tar.len().next_multiple_of(512), 0);
-}
-
-/// SHA-256 (FIPS 180-4), std only: the label must match `sha256sum` in build-offline.sh.
-fn sha256_hex(data: &[u8]) -> String {
-    const K: [u32; 64] = [
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be,
-        0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa,
-        0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85,
-        0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3,
-        0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f,
-        0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-    ];
-    let mut h: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
-    let mut msg = data.to_vec();
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
+/// The Dockerfile build context: the embedded inputs as a tar archive (the daemon wants
+/// tar). Entries are plain files, mode 644, owner 0 and mtime 0, so the same inputs give the
+/// same bytes.
+fn build_context() -> Result<Vec<u8>> {
+    let mut tar = tar::Builder::new(Vec::new());
+    for (name, text) in INPUTS {
+        let mut header = tar::Header::new_ustar();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(0o644);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_mtime(0);
+        header.set_size(text.len() as u64);
+        tar.append_data(&mut header, name, text.as_bytes()).with_context(|| format!("adding {name} to the build context"))?;
     }
-    msg.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
-    for block in msg.chunks(64) {
-        let mut w = [0u32; 64];
-        for (i, word) in block.chunks(4).enumerate() {
-            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-        }
-        for i in 16..64 {
-            let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
-            let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
-            w[i] = w[i - 16].wrapping_add(s0).wrapping_add(w[i - 7]).wrapping_add(s1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = h;
-        for i in 0..64 {
-            let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
-            let ch = (e & f) ^ (!e & g);
-            let t1 = hh.wrapping_add(s1).wrapping_add(ch).wrapping_add(K[i]).wrapping_add(w[i]);
-            let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
-            let maj = (a & b) ^ (a & c) ^ (b & c);
-            let t2 = s0.wrapping_add(maj);
-            (hh, g, f, e, d, c, b, a) = (g, f, e, d.wrapping_add(t1), c, b, a, t1.wrapping_add(t2));
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e, f, g, hh]) {
-            *x = x.wrapping_add(y);
-        }
-    }
-    h.iter().map(|x| format!("{x:08x}")).collect()
+    tar.into_inner().context("finishing the build context")
 }
 
 #[cfg(test)]
 fn inputs_dir_hash(dir: &std::path::Path) -> Result<String> {
-    let mut all = Vec::new();
+    let mut files = Vec::new();
     for (name, _) in INPUTS {
-        all.extend(std::fs::read(dir.join(name)).with_context(|| format!("reading {name}"))?);
+        files.push(std::fs::read(dir.join(name)).with_context(|| format!("reading {name}"))?);
     }
-    Ok(sha256_hex(&all))
+    Ok(sha256_hex(files.iter().map(Vec::as_slice)))
 }
 
 #[cfg(test)]
@@ -335,33 +289,57 @@ mod tests {
 
     #[test]
     fn sha256_known_vectors() {
-        assert_eq!(sha256_hex(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        let one = |data: &[u8]| sha256_hex([data]);
+        assert_eq!(one(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(one(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         // two blocks (56-byte message forces an extra padding block)
         assert_eq!(
-            sha256_hex(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            one(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
         );
+        // parts hash as their concatenation, as `cat a b | sha256sum` does
+        assert_eq!(sha256_hex([b"a".as_slice(), b"", b"bc"]), one(b"abc"));
     }
 
+    /// The image label must be what build-offline.sh computes, or a hand-built image would look
+    /// stale (and an image built by one version of the hashing stale to another).
     #[test]
-    fn inputs_hash_is_stable_and_matches_the_files() {
+    fn inputs_hash_equals_sha256sum_of_the_concatenated_files() {
         let h = inputs_hash();
-        assert_eq!(h, inputs_hash());
         assert_eq!(h.len(), 64);
-        assert!(h.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert!(h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
         // Same as what build-offline.sh computes from the checked-out files.
         let docker_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docker");
         assert_eq!(h, inputs_dir_hash(&docker_dir).unwrap());
+        // And the same as sha256sum itself prints, where it exists (coreutils).
+        let order: Vec<_> = INPUTS.iter().map(|(name, _)| docker_dir.join(name)).collect();
+        let script = "cat \"$@\" | sha256sum | cut -d' ' -f1";
+        match std::process::Command::new("sh").arg("-c").arg(script).arg("sh").args(&order).output() {
+            Ok(out) if out.status.success() && !out.stdout.is_empty() => {
+                assert_eq!(h, String::from_utf8(out.stdout).unwrap().trim());
+            }
+            other => eprintln!("sha256sum not run ({other:?}); compared with the files only"),
+        }
     }
 
     #[test]
-    fn tar_entry_is_well_formed() {
-        let mut tar = Vec::new();
-        tar_append(&mut tar, "a.txt", b"hello");
-        assert_eq!(tar.len(), 1024);
-        assert_eq!(&tar[257..263], b"ustar\0");
-        assert_eq!(&tar[124..136], b"00000000005\0");
+    fn build_context_is_a_tar_of_the_inputs() {
+        let bytes = build_context().unwrap();
+        assert_eq!(bytes.len() % 512, 0);
+        assert_eq!(bytes, build_context().unwrap(), "same inputs, same bytes");
+        let mut archive = tar::Archive::new(bytes.as_slice());
+        let mut got = Vec::new();
+        for entry in archive.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            assert_eq!(entry.header().entry_type(), tar::EntryType::Regular);
+            assert_eq!(entry.header().mode().unwrap(), 0o644);
+            let name = entry.path().unwrap().to_str().unwrap().to_string();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
+            got.push((name, text));
+        }
+        let want: Vec<_> = INPUTS.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+        assert_eq!(got, want);
     }
 
     /// Builds (if needed) and then checks that a second call is a no-op.
