@@ -26,6 +26,7 @@ use crate::history::Event;
 use crate::verdict::Verdict;
 use search::{GiveUp, Limits, Outcome};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -73,7 +74,7 @@ impl FromStr for ModelKind {
     }
 }
 
-/// Limits of one check. `Options::new(timeout)`, then set fields.
+/// Limits of one check, and the models' initial value. `Options::new(timeout)`, then set fields.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Options {
@@ -83,11 +84,16 @@ pub struct Options {
     pub max_memo_bytes: usize,
     /// Search threads; 0 = the machine's available parallelism.
     pub threads: usize,
+    /// The value each object holds before its first write (default `Null`, nil): each register
+    /// for `register` and `cas-register`, each key for `kv` (`""` is porcupine's kv
+    /// convention, absent keys read as the empty string). The `mutex` model has no value (a
+    /// lock starts free): anything but `Null` is an error with it.
+    pub initial: Value,
 }
 
 impl Options {
     pub fn new(timeout: Duration) -> Self {
-        Options { timeout, max_memo_bytes: DEFAULT_MAX_MEMO_BYTES, threads: 0 }
+        Options { timeout, max_memo_bytes: DEFAULT_MAX_MEMO_BYTES, threads: 0, initial: Value::Null }
     }
 }
 
@@ -96,6 +102,9 @@ impl Options {
 pub struct Linearizability {
     pub verdict: Verdict,
     pub model: String,
+    /// The value each object started from ([`Options::initial`]); absent in JSON when `null`.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub initial: Value,
     pub partitions: usize,
     /// Operations checked: ok and indeterminate ones (failed ones did not happen).
     pub operations: usize,
@@ -129,16 +138,24 @@ pub fn check(events: &[Event], model: ModelKind, timeout: Duration) -> Result<Li
     check_with(events, model, &Options::new(timeout))
 }
 
+/// Checks `events` against a built-in model, each object starting from `opts.initial`.
 pub fn check_with(events: &[Event], model: ModelKind, opts: &Options) -> Result<Linearizability, String> {
-    match model {
+    let initial = opts.initial.clone();
+    let mut result = match model {
+        ModelKind::Mutex if !initial.is_null() => {
+            return Err(format!("an initial value ({initial}) does not apply to the mutex model: a lock starts free"))
+        }
         ModelKind::Mutex => check_model(events, &models::Mutex, opts),
-        ModelKind::Register => check_model(events, &models::Register, opts),
-        ModelKind::CasRegister => check_model(events, &models::CasRegister, opts),
-        ModelKind::Kv => check_model(events, &models::Kv, opts),
-    }
+        ModelKind::Register => check_model(events, &models::Register { initial: initial.clone() }, opts),
+        ModelKind::CasRegister => check_model(events, &models::CasRegister { initial: initial.clone() }, opts),
+        ModelKind::Kv => check_model(events, &models::Kv { initial: initial.clone() }, opts),
+    }?;
+    result.initial = initial;
+    Ok(result)
 }
 
-/// Checks `events` against any [`Model`].
+/// Checks `events` against any [`Model`] (which has its own initial state: `opts.initial` is
+/// not used here, and the result's `initial` is `Null`).
 pub fn check_model<M: Model>(events: &[Event], model: &M, opts: &Options) -> Result<Linearizability, String> {
     let deadline = Instant::now() + opts.timeout;
     let paired = pairing::pair(model, events)?;
@@ -158,6 +175,7 @@ pub fn check_model<M: Model>(events: &[Event], model: &M, opts: &Options) -> Res
     let mut result = Linearizability {
         verdict: Verdict::Valid,
         model: model.name().to_string(),
+        initial: Value::Null,
         partitions: parts.len(),
         operations: ops.len(),
         indeterminate: paired.indeterminate,

@@ -1,4 +1,5 @@
-//! A compare-and-set register, starting from nil (Jepsen's / knossos's cas-register).
+//! A compare-and-set register, starting from nil (Jepsen's / knossos's cas-register), or from
+//! [`CasRegister::initial`].
 //!
 //! `f`: `read` and `write` as in [`super::register`], and `cas` with `value: [from, to]`: an
 //! ok cas found `from` and stored `to`; a failed cas did not happen (dropped, but its value
@@ -9,8 +10,11 @@ use crate::history::Event;
 use crate::linearizability::model::{partition_by_key, HistoryOp, Model, Op, Partition};
 use serde_json::Value;
 
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CasRegister;
+#[derive(Clone, Debug, Default)]
+pub struct CasRegister {
+    /// What every register holds before its first write or cas: `Null` (nil, the default).
+    pub initial: Value,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CasInput {
@@ -31,7 +35,7 @@ impl Model for CasRegister {
     }
 
     fn init(&self) -> Value {
-        Value::Null
+        self.initial.clone()
     }
 
     fn step(&self, state: &Value, input: &CasInput, output: Option<&Value>) -> Option<Value> {

@@ -3,17 +3,22 @@
 //!
 //! `f`: `get` (or `read`), `put` (or `write`), `append`. The key is the event's `key` field;
 //! without one, the `value` must be Jepsen's independent tuple `[key, value]` (a number key
-//! is used as its JSON text). Values: a get's ok value is the value read (`null`: the key was
-//! never written); put stores its value; append's value must be a string and is appended to
-//! the current string (nil counts as ""; appending to a non-string value is impossible).
+//! is used as its JSON text). Values: a get's ok value is the value read; put stores its value;
+//! append's value must be a string and is appended to the current string (nil counts as "";
+//! appending to a non-string value is impossible). A key never written holds
+//! [`Kv::initial`]: `null` by default (Jepsen's nil), `""` for porcupine's kv convention.
 //! An indeterminate get is dropped; an indeterminate put or append may have taken effect.
 
 use crate::history::Event;
 use crate::linearizability::model::{partition_by_key, HistoryOp, Model, Op, Partition};
 use serde_json::Value;
 
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Kv;
+#[derive(Clone, Debug, Default)]
+pub struct Kv {
+    /// What every key holds before it is first written: `Null` (nil, the default), or `""`
+    /// for histories whose absent keys read as the empty string (porcupine's kv model).
+    pub initial: Value,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KvInput {
@@ -23,7 +28,7 @@ pub enum KvInput {
 }
 
 impl Model for Kv {
-    /// One key's value (partitions hold one key each); `Null`: never written.
+    /// One key's value (partitions hold one key each), from [`Kv::initial`].
     type State = Value;
     type Input = KvInput;
     /// The value read (`Null` for put and append).
@@ -34,7 +39,7 @@ impl Model for Kv {
     }
 
     fn init(&self) -> Value {
-        Value::Null
+        self.initial.clone()
     }
 
     fn step(&self, state: &Value, input: &KvInput, output: Option<&Value>) -> Option<Value> {

@@ -1,4 +1,4 @@
-//! A read/write register, starting from nil.
+//! A read/write register, starting from nil (or from [`Register::initial`]).
 //!
 //! `f`: `read` (the ok completion's `value` is the value read; `null` = nil) and `write` (the
 //! invoke's `value` is the value written); `key` names the register. An indeterminate read
@@ -8,8 +8,12 @@ use crate::history::Event;
 use crate::linearizability::model::{partition_by_key, HistoryOp, Model, Op, Partition};
 use serde_json::Value;
 
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Register;
+#[derive(Clone, Debug, Default)]
+pub struct Register {
+    /// What every register holds before its first write: `Null` (nil, the default), or e.g.
+    /// `0` for a history whose unwritten registers read as 0.
+    pub initial: Value,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RegisterInput {
@@ -29,7 +33,7 @@ impl Model for Register {
     }
 
     fn init(&self) -> Value {
-        Value::Null
+        self.initial.clone()
     }
 
     fn step(&self, state: &Value, input: &RegisterInput, output: Option<&Value>) -> Option<Value> {
