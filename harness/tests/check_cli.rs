@@ -108,3 +108,103 @@ fn a_run_folder_and_json_output() {
     assert_eq!(out.status.code(), Some(2));
     assert!(err.contains("history.jsonl:2"), "{err}");
 }
+
+fn lockchaos(args: &[&str], file: &Path) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos")).args(args).arg(file).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Writes `events` as JSON lines and as EDN op maps; returns both files.
+fn write_both(dir: &Path, name: &str, events: &[Value]) -> [PathBuf; 2] {
+    let jsonl = dir.join(format!("{name}.jsonl"));
+    let edn = dir.join(format!("{name}.edn"));
+    std::fs::write(&jsonl, events.iter().map(|e| e.to_string() + "\n").collect::<String>()).unwrap();
+    std::fs::write(&edn, events.iter().map(|e| edn_line(e) + "\n").collect::<String>()).unwrap();
+    [jsonl, edn]
+}
+
+/// `(process, type, f, key, value)` per event, in history order.
+fn events(ops: &[(u64, &str, &str, &str, Value)]) -> Vec<Value> {
+    ops.iter()
+        .enumerate()
+        .map(|(i, (p, kind, f, key, value))| {
+            serde_json::json!({"index": i, "time": 1000 * (i + 1), "process": p, "type": kind, "f": f, "key": key, "value": value})
+        })
+        .collect()
+}
+
+/// Porcupine's kv histories read a never-written key as "", and many register tests start from
+/// 0: invalid from nil (the default), valid with `--initial`.
+#[test]
+fn initial_value_decides_reads_of_unwritten_objects() {
+    use serde_json::json;
+    let tmp = tempfile::tempdir().unwrap();
+    let kv = events(&[
+        (1, "invoke", "get", "x", json!(null)),
+        (1, "ok", "get", "x", json!("")),
+        (2, "invoke", "append", "x", json!("a")),
+        (2, "ok", "append", "x", json!("a")),
+        (1, "invoke", "get", "x", json!(null)),
+        (1, "ok", "get", "x", json!("a")),
+    ]);
+    let register = events(&[
+        (1, "invoke", "read", "r", json!(null)),
+        (1, "ok", "read", "r", json!(0)),
+        (2, "invoke", "write", "r", json!(1)),
+        (2, "ok", "write", "r", json!(1)),
+    ]);
+    let cases = [
+        ("kv", write_both(tmp.path(), "kv", &kv), "\"\""),
+        ("register", write_both(tmp.path(), "register", &register), "0"),
+        ("cas-register", write_both(tmp.path(), "register", &register), "0"),
+    ];
+    for (model, files, initial) in &cases {
+        for file in files {
+            let (code, out, err) = lockchaos(&["check", "--model", model], file);
+            assert_eq!(code, Some(1), "{model} {} from nil: {out}{err}", file.display());
+            for nil in [["--initial", "null"], ["--initial", " null "]] {
+                let (code, out, err) = lockchaos(&[&["check", "--model", model][..], &nil].concat(), file);
+                assert_eq!(code, Some(1), "{model} {} with {nil:?}: {out}{err}", file.display());
+            }
+            let (code, out, err) = lockchaos(&["check", "--model", model, "--initial", initial], file);
+            assert_eq!(code, Some(0), "{model} {} from {initial}: {out}{err}", file.display());
+            assert!(out.contains(&format!("linearizability ({model}, initial value {initial}): valid")), "{out}");
+        }
+    }
+    // The JSON report carries the value; a wrong value is still wrong.
+    let [kv_jsonl, _] = &cases[0].1;
+    let (code, out, _) = lockchaos(&["check", "--json", "--model", "kv", "--initial", "\"\""], kv_jsonl);
+    assert_eq!(code, Some(0));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["linearizability"]["initial"], "");
+    assert_eq!(v["outcome"], "valid");
+    let (code, _, _) = lockchaos(&["check", "--model", "kv", "--initial", "\"b\""], kv_jsonl);
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn initial_value_errors_name_the_flag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let [file, _] =
+        write_both(tmp.path(), "h", &events(&[(1, "invoke", "acquire", "l", Value::Null), (1, "ok", "acquire", "l", Value::Null)]));
+    let one_error_line = |args: &[&str], needles: &[&str]| {
+        let (code, out, err) = lockchaos(args, &file);
+        assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{args:?}: {err}");
+        for needle in needles {
+            assert!(errors[0].contains(needle), "{args:?}: {needle:?} not in {err}");
+        }
+    };
+    // Not JSON: a bare word, and the shell's empty string.
+    one_error_line(&["check", "--model", "kv", "--initial", "abc"], &["--initial", "abc", "JSON"]);
+    one_error_line(&["check", "--model", "kv", "--initial", ""], &["--initial", "JSON"]);
+    one_error_line(&["check", "--model", "kv", "--initial", "1 2"], &["--initial", "JSON"]);
+    // A lock starts free.
+    one_error_line(&["check", "--model", "mutex", "--initial", "0"], &["--initial", "mutex"]);
+    // Without a model there is nothing for it to apply to.
+    one_error_line(&["check", "--initial", "0"], &["--model"]);
+    // null is the mutex's default, so it is accepted.
+    let (code, out, err) = lockchaos(&["check", "--model", "mutex", "--initial", "null"], &file);
+    assert_eq!(code, Some(0), "{out}{err}");
+}

@@ -23,6 +23,12 @@ pub struct Args {
     /// jsonl or edn (default: from the extension, else from the content).
     #[arg(long, value_parser = |s: &str| s.parse::<HistoryFormat>().map_err(|e| e.to_string()))]
     format: Option<HistoryFormat>,
+    /// With --model: the JSON value each object holds before its first write (default null, nil).
+    /// register, cas-register: every register's value; kv: every key's value (porcupine's kv
+    /// histories read absent keys as "": --initial '""'); mutex: none (a lock starts free; only
+    /// null is accepted).
+    #[arg(long, value_name = "JSON", value_parser = parse_initial)]
+    initial: Option<serde_json::Value>,
     /// Seconds for the linearizability search; past it the verdict is unknown.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
@@ -43,12 +49,21 @@ struct CheckReport {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match (args.model, &args.initial) {
+        (None, Some(_)) => anyhow::bail!("--initial needs --model: it is the initial value of the model's objects"),
+        (Some(ModelKind::Mutex), Some(v)) if !v.is_null() => {
+            anyhow::bail!("--initial {v} does not apply to --model mutex: a lock starts free (only null is accepted)")
+        }
+        _ => {}
+    }
     let file = history_path(&args.file);
     let parsed = checker::read_history_file_as(&file, args.format)?;
     let properties = checker::check(&parsed.events, &CheckOptions::default());
+    let mut opts = linearizability::Options::new(Duration::from_secs(args.timeout));
+    opts.initial = args.initial.unwrap_or_default();
     let lin = args
         .model
-        .map(|m| linearizability::check(&parsed.events, m, Duration::from_secs(args.timeout)))
+        .map(|m| linearizability::check_with(&parsed.events, m, &opts))
         .transpose()
         .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let outcome = lin.as_ref().map(|l| l.verdict).unwrap_or(properties.outcome);
@@ -63,6 +78,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Verdict::Invalid => 1,
         Verdict::Unknown => 2,
     }))
+}
+
+/// `--initial`: one JSON value. The usual slip is a string without its JSON quotes.
+fn parse_initial(s: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(s).map_err(|e| format!("not a JSON value ({e}); a string needs its quotes, e.g. --initial '\"\"'"))
 }
 
 /// A run folder stands for its history.jsonl.
@@ -110,8 +130,9 @@ fn print_human(r: &CheckReport) {
         o.longest_overlap_ms
     );
     if let Some(l) = &r.linearizability {
+        let from = if l.initial.is_null() { String::new() } else { format!(", initial value {}", l.initial) };
         println!(
-            "linearizability ({}): {} — {} operations ({} indeterminate) in {} partition(s)",
+            "linearizability ({}{from}): {} — {} operations ({} indeterminate) in {} partition(s)",
             l.model, l.verdict, l.operations, l.indeterminate, l.partitions
         );
         for failure in &l.failures {
