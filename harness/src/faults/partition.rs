@@ -8,8 +8,8 @@
 //! - a shape over the nodes (isolate, halves, majority-ring): every pair of nodes the shape
 //!   separates, as a node-from-node cut. Clients still reach every node, as in Jepsen.
 //!
-//! The rules are built by [`Cut`], which other partition faults can share with their own way
-//! of refusing packets.
+//! The rules are built by [`Cut`]; a fault that implements [`CutFault`] (a partition and its
+//! own way of refusing packets) is a fault like this one.
 
 use super::{not_all_nodes, BackendView, FaultAction, FaultContext, StepError};
 use crate::target::Target;
@@ -184,24 +184,34 @@ impl Cut<'_> {
     }
 }
 
-impl Partition {
+/// A fault that cuts the network as a [`Partition`] says, refusing packets its own way. Every
+/// such fault is a [`FaultAction`] through this trait: a new kind of partition is its
+/// parameters and its [`Cut`].
+pub trait CutFault: Send + Sync {
+    /// The cut this fault makes.
+    fn cut(&self) -> Cut<'_>;
+    /// Its partition, to draw random members.
+    fn partition_mut(&mut self) -> &mut Partition;
+}
+
+impl CutFault for Partition {
     fn cut(&self) -> Cut<'_> {
         Cut { partition: self, refuse: reset_from }
     }
-}
 
-/// The words for a partition's detail: its shape, or whom it cuts the target off from.
-pub fn describe(p: &Partition) -> String {
-    match p.shape {
-        Some(shape) => shape.name().to_string(),
-        None => format!("from {}", p.from.iter().map(Target::to_string).collect::<Vec<_>>().join(", ")),
+    fn partition_mut(&mut self) -> &mut Partition {
+        self
     }
 }
 
 #[async_trait::async_trait]
-impl FaultAction for Partition {
+impl<F: CutFault> FaultAction for F {
     fn detail(&self) -> Option<String> {
-        Some(describe(self))
+        let p = self.cut().partition;
+        Some(match p.shape {
+            Some(shape) => shape.name().to_string(),
+            None => format!("from {}", p.from.iter().map(Target::to_string).collect::<Vec<_>>().join(", ")),
+        })
     }
 
     fn check(&self, target: &Target) -> Result<(), StepError> {
@@ -213,11 +223,11 @@ impl FaultAction for Partition {
     }
 
     fn members(&self) -> Vec<&Target> {
-        self.from.iter().collect()
+        self.cut().partition.from.iter().collect()
     }
 
     fn members_mut(&mut self) -> Vec<&mut Target> {
-        self.from.iter_mut().collect()
+        self.partition_mut().from.iter_mut().collect()
     }
 
     async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
