@@ -38,7 +38,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         reporters.push(Box::new(Junit::new(file)));
     }
     let events = EventSink::new(reporters);
-    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: None, clients: None };
+    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: None, clients: None, exe: None };
     let code = harness::matrix::run_matrix(chosen, args.runs, &opts, &events).await;
     events.finish()?;
     Ok(ExitCode::from(code))

@@ -37,7 +37,7 @@ pub struct Args {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = scenario_catalog::resolve(&args.name)?;
-    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: args.seed, clients: args.clients };
+    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: args.seed, clients: args.clients, exe: None };
     let mut reporters = reporters::standard(args.quiet);
     if let Some(file) = args.junit {
         reporters.push(Box::new(Junit::new(file)));

@@ -20,6 +20,9 @@ pub struct RunOptions {
     pub time_limit_secs: Option<u64>,
     pub seed: Option<u64>,
     pub clients: Option<u32>,
+    /// The lockchaos binary mounted into the containers (workers and the ledger run it);
+    /// default: this process's own executable.
+    pub exe: Option<PathBuf>,
 }
 
 /// Everything fixed before the first container starts.
@@ -62,7 +65,11 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     std::fs::create_dir_all(&opts.store)?;
     let dir = RunDir::create(&opts.store, &loaded.name)?;
     let seed = loaded.scenario.seed.unwrap_or_else(rand::random);
-    let ctx = Arc::new(RunContext { loaded, seed, dir, clock: RunClock::start_now(), exe: std::env::current_exe()? });
+    let exe = match &opts.exe {
+        Some(exe) => exe.clone(),
+        None => std::env::current_exe()?,
+    };
+    let ctx = Arc::new(RunContext { loaded, seed, dir, clock: RunClock::start_now(), exe });
     finalize::write_inputs(&ctx)?;
 
     let run_id = ctx.dir.run_id.clone();
