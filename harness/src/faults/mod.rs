@@ -182,6 +182,9 @@ fault_kinds! {
     /// Cut the target off from the members in `from`, or split the nodes by a `shape`
     /// (iptables in the nodes, TCP reset).
     "partition" => Partition(partition::Partition),
+    /// The same cut, but packets from the cut-off side are dropped without an answer: every
+    /// party waits for its own timeouts.
+    "partition-drop" => PartitionDrop(partition_drop::PartitionDrop),
     /// Jump the clock of the server in the target node by `offset_ms` (libfaketime); back to
     /// the true time when the fault ends.
     "clock-jump" => ClockJump(clock_jump::ClockJump),
@@ -250,6 +253,7 @@ mod tests {
             ("pause", ""),
             ("kill", ""),
             ("partition", "from = ['n2']"),
+            ("partition-drop", "shape = 'halves'"),
             ("clock-jump", "offset_ms = -3000"),
             ("clock-strobe", "offset_ms = 1000\nperiod_ms = 100"),
             ("latency", "delay_ms = 50"),
