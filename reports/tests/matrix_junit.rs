@@ -1,9 +1,11 @@
 //! The matrix, JUnit XML and the store's index over run results built from small real checks.
 
 use checker::{check, CheckOptions, Event, EventType, Process};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus};
 use reports::run_index::{self, IndexEntry};
 use reports::{junit::junit_xml, matrix, Matrix, MatrixRun};
 use results::{Expectation, Outcome, RunResults};
+use std::time::Duration;
 
 const MS: u64 = 1_000_000;
 
@@ -103,11 +105,38 @@ fn junit_has_a_case_per_run_a_failure_per_mismatch_and_escapes_names() {
     odd.matches_expectation = false;
     let runs = [run("etcd-baseline", Expectation::Safe, false), run("redis-pause", Expectation::Violation, false), odd];
     let xml = junit_xml("lockchaos", &runs);
-    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"lockchaos\" tests=\"3\" failures=\"1\" errors=\"1\" time=\"7.500\">"), "{xml}");
-    assert_eq!(xml.matches("<testcase ").count(), 3);
-    assert!(xml.contains("<testcase classname=\"redis-pause\" name=\"redis-pause-run (seed 7)\" time=\"2.500\"><failure message=\"expected violation, outcome safe: lost updates 0"), "{xml}");
-    assert!(xml.contains("classname=\"a&lt;b&gt;&amp;&quot;c&quot;\"") && xml.contains("<error message="), "{xml}");
-    assert!(xml.contains("<testcase classname=\"etcd-baseline\" name=\"etcd-baseline-run (seed 7)\" time=\"2.500\"></testcase>"), "{xml}");
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"), "{xml}");
+    // The hostile scenario name is escaped in the text, never markup.
+    assert!(xml.contains("classname=\"a&lt;b&gt;&amp;&quot;c&quot;\"") && !xml.contains("a<b>"), "{xml}");
+    assert_eq!(xml.matches("<testsuite ").count(), 1, "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 3, "{xml}");
+
+    // The structure, read back by a JUnit parser rather than compared byte for byte.
+    let report = Report::deserialize_from_str(&xml).unwrap();
+    let [suite] = &report.test_suites[..] else { panic!("one testsuite: {xml}") };
+    assert_eq!((suite.name.as_str(), suite.tests, suite.failures, suite.errors), ("lockchaos", 3, 1, 1), "{xml}");
+    assert_eq!(suite.time, Some(Duration::from_millis(7500)), "{xml}");
+    let case = |classname: &str| {
+        let found = suite.test_cases.iter().filter(|c| c.classname.as_ref().map(|n| n.as_str()) == Some(classname)).collect::<Vec<_>>();
+        let [c] = found[..] else { panic!("one case of {classname}: {xml}") };
+        assert_eq!(c.time, Some(Duration::from_millis(2500)), "{xml}");
+        c
+    };
+    let message = |c: &TestCase, want: NonSuccessKind| match &c.status {
+        TestCaseStatus::NonSuccess { kind, message, .. } if *kind == want => message.as_ref().map(|m| m.as_str().to_string()),
+        other => panic!("{} is {other:?}, not {want:?}", c.name.as_str()),
+    };
+    let etcd = case("etcd-baseline");
+    assert_eq!(etcd.name.as_str(), "etcd-baseline-run (seed 7)");
+    assert!(matches!(etcd.status, TestCaseStatus::Success { .. }), "{xml}");
+    let redis = case("redis-pause");
+    assert_eq!(redis.name.as_str(), "redis-pause-run (seed 7)");
+    let failure = message(redis, NonSuccessKind::Failure).unwrap();
+    assert!(failure.starts_with("expected violation, outcome safe: lost updates 0"), "{failure}");
+    let odd = case("a<b>&\"c\"");
+    assert_eq!(odd.name.as_str(), "a<b>&\"c\"-run (seed 7)");
+    let error = message(odd, NonSuccessKind::Error).unwrap();
+    assert!(error.starts_with("expected safe, outcome unknown: lost updates 0"), "{error}");
 }
 
 #[test]
