@@ -2,7 +2,7 @@
 //! many scenarios, each cell with how often the lock failed, what it cost, and whether every run
 //! matched its scenario's expectation. The seed's table, measured.
 
-use html_escape::encode_text as esc;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 use results::{Outcome, RunResults};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -114,70 +114,72 @@ fn ms(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "–".into())
 }
 
-/// matrix.html: self-contained, no scripts, no external assets.
+/// matrix.html: self-contained, no scripts, no external assets. Written with maud (see
+/// `run_report`), which escapes every value from the runs (scenario, row and column names).
 pub fn render_html(m: &Matrix, title: &str) -> String {
-    let mut h = String::new();
-    h.push_str("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
-    h.push_str(&esc(title));
-    h.push_str("</title><style>");
-    h.push_str(MATRIX_CSS);
-    h.push_str("</style></head><body>");
-    h.push_str(&format!("<h1>{}</h1>", esc(title)));
-    h.push_str(&format!(
-        "<p class=\"summary {}\">{}</p>",
-        if m.all_match { "match" } else { "mismatch" },
-        if m.all_match { "Every cell matched its expectation in every run." } else { "Some cells did not match their expectation." }
-    ));
-    h.push_str("<table id=\"matrix\"><thead><tr><th>backend</th>");
-    for c in &m.columns {
-        h.push_str(&format!("<th>{}</th>", esc(c)));
-    }
-    h.push_str("</tr></thead><tbody>");
-    for row in &m.rows {
-        h.push_str(&format!("<tr><th>{}</th>", esc(row)));
-        for column in &m.columns {
-            match m.cell(row, column) {
-                None => h.push_str("<td class=\"empty\"></td>"),
-                Some(c) => h.push_str(&render_cell(c)),
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { (title) }
+                style { (PreEscaped(MATRIX_CSS)) }
+            }
+            body {
+                h1 { (title) }
+                @if m.all_match {
+                    p class="summary match" { "Every cell matched its expectation in every run." }
+                } @else {
+                    p class="summary mismatch" { "Some cells did not match their expectation." }
+                }
+                table id="matrix" {
+                    thead { tr { th { "backend" } @for c in &m.columns { th { (c) } } } }
+                    tbody {
+                        @for row in &m.rows {
+                            tr {
+                                th { (row) }
+                                @for column in &m.columns {
+                                    @match m.cell(row, column) {
+                                        None => { td class="empty" {} }
+                                        Some(c) => { (render_cell(c)) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                p class="legend" {
+                    "Each cell: runs with a violation / runs (expected outcome), lost updates of \
+                     acknowledged ones, stale writes the resource rejected, acquire success rate, acquire latency p50 \
+                     (median over runs) / p99 (highest of the runs) in ms. Green: every run matched its expectation."
+                }
             }
         }
-        h.push_str("</tr>");
-    }
-    h.push_str("</tbody></table>");
-    h.push_str(
-        "<p class=\"legend\">Each cell: runs with a violation / runs (expected outcome), lost updates of \
-         acknowledged ones, stale writes the resource rejected, acquire success rate, acquire latency p50 \
-         (median over runs) / p99 (highest of the runs) in ms. Green: every run matched its expectation.</p>",
-    );
-    h.push_str("</body></html>\n");
-    h
+    };
+    let mut page = page.into_string();
+    page.push('\n');
+    page
 }
 
-fn render_cell(c: &Cell) -> String {
-    let class = if c.matches_expectation { "match" } else { "mismatch" };
-    let links: String = c
-        .reports
-        .iter()
-        .enumerate()
-        .map(|(i, r)| format!("<a href=\"{}\">{}</a>", html_escape::encode_double_quoted_attribute(r), i + 1))
-        .collect::<Vec<_>>()
-        .join(" ");
-    format!(
-        "<td class=\"{class}\" title=\"{}\"><div class=\"verdict\">violation {}/{} <span class=\"expect\">(expect {})</span></div>\
-         <div>lost {} of {}</div><div>rejected {}</div><div>acquired {}</div><div>p50 {} / p99 {} ms</div>\
-         <div class=\"runs\">{}</div></td>",
-        esc(&c.scenarios.join(", ")),
-        c.runs_with_violation,
-        c.runs,
-        esc(&c.expect.join("/")),
-        c.lost_updates,
-        c.acknowledged_updates,
-        c.stale_writes_rejected,
-        c.acquire_success_rate.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "–".into()),
-        ms(c.acquire_p50_ms),
-        ms(c.acquire_p99_ms),
-        links
-    )
+fn render_cell(c: &Cell) -> Markup {
+    html! {
+        td class=(if c.matches_expectation { "match" } else { "mismatch" }) title=(c.scenarios.join(", ")) {
+            div class="verdict" {
+                "violation " (c.runs_with_violation) "/" (c.runs) " "
+                span class="expect" { "(expect " (c.expect.join("/")) ")" }
+            }
+            div { "lost " (c.lost_updates) " of " (c.acknowledged_updates) }
+            div { "rejected " (c.stale_writes_rejected) }
+            div { "acquired " (c.acquire_success_rate.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "–".into())) }
+            div { "p50 " (ms(c.acquire_p50_ms)) " / p99 " (ms(c.acquire_p99_ms)) " ms" }
+            div class="runs" {
+                @for (i, r) in c.reports.iter().enumerate() {
+                    @if i > 0 { " " }
+                    a href=(r) { (i + 1) }
+                }
+            }
+        }
+    }
 }
 
 const MATRIX_CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\

@@ -1,10 +1,16 @@
 //! The per-run HTML report (report.html): one self-contained page (inline CSS and SVG, no
 //! scripts, no external assets) so it can be mailed, archived and opened offline.
 //!
-//! Plain first version. Each section is a small function returning its HTML, and [`render`]
-//! only concatenates them, so a richer report can add, replace or reorder sections.
-//! Every string that comes from a run (scenario text, errors, keys, values) goes through
-//! [`esc`]: histories and error messages are untrusted.
+//! Each section is a small function returning its [`Markup`], and [`render`] only puts them
+//! in order, so a richer report can add, replace or reorder sections.
+//!
+//! The markup is written with maud's `html!` rather than askama's template files: maud keeps
+//! that "one small function per section" shape, type-checks each template with the code
+//! around it, and needs no template directory. maud escapes every spliced value `(…)`, in
+//! element content and attributes alike, so the strings a run produces (scenario text, errors,
+//! keys, values, node names, warnings, tooltips) cannot become markup: histories and error
+//! messages are untrusted. Only this crate's own CSS and plotters' SVG are inserted as
+//! `PreEscaped`.
 
 mod linearizability_svg;
 mod plots;
@@ -13,34 +19,34 @@ mod timeline_svg;
 mod violations;
 
 use checker::{CheckResults, Event, Verdict};
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 use results::{Outcome, RunResults, WorkerFate};
 
 const CSS: &str = include_str!("run_report/report.css");
 
 /// Renders report.html for one run from its results.json and its history (in history order).
 pub fn render(results: &RunResults, history: &[Event]) -> String {
-    let sections = [
-        header(results),
-        properties(&results.properties),
-        violations::section(&results.properties, history),
-        linearizability_section(&results.properties, history),
-        timeline_section(results, history),
-        workers(results),
-        warnings(results),
-        footer(),
-    ];
-    let mut page = head(results);
-    page.push_str("<body>\n<main>\n");
-    for s in &sections {
-        page.push_str(s);
-    }
-    page.push_str("</main>\n</body>\n</html>\n");
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(results))
+            body {
+                main {
+                    (header(results))
+                    (properties(&results.properties))
+                    (violations::section(&results.properties, history))
+                    (linearizability_section(&results.properties, history))
+                    (timeline_section(results, history))
+                    (workers(results))
+                    (warnings(results))
+                    (footer())
+                }
+            }
+        }
+    };
+    let mut page = page.into_string();
+    page.push('\n');
     page
-}
-
-/// Escapes text for element content and double-quoted attributes alike.
-pub(crate) fn esc(s: &str) -> String {
-    html_escape::encode_double_quoted_attribute(s).into_owned()
 }
 
 /// Run time in seconds with millisecond precision, from nanoseconds ("12.345").
@@ -57,17 +63,34 @@ pub(crate) fn verdict_class(v: Verdict) -> &'static str {
     }
 }
 
-fn head(r: &RunResults) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>lockchaos: {} ({})</title>\n<style>\n{CSS}</style>\n</head>\n",
-        esc(&r.scenario),
-        r.outcome,
-    )
+/// An SVG coordinate or length with one decimal ("12.3"); the geometry is computed here, its
+/// text goes through maud like every other value.
+#[derive(Clone, Copy)]
+pub(crate) struct F1(pub f64);
+
+impl std::fmt::Display for F1 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.1}", self.0)
+    }
 }
 
-fn header(r: &RunResults) -> String {
+/// `class="bad"` when `bad`, no class attribute otherwise (for maud's `class=[…]`).
+pub(crate) fn bad_if(bad: bool) -> Option<&'static str> {
+    bad.then_some("bad")
+}
+
+fn head(r: &RunResults) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { "lockchaos: " (r.scenario) " (" (r.outcome) ")" }
+            style { (PreEscaped(CSS)) }
+        }
+    }
+}
+
+fn header(r: &RunResults) -> Markup {
     // Grey when the checker could not decide: "unknown" is neither a pass nor a failure.
     let (class, relation) = if r.outcome == Outcome::Unknown {
         ("unknown", "the run could not settle it")
@@ -76,56 +99,58 @@ fn header(r: &RunResults) -> String {
     } else {
         ("bad", "NOT as expected")
     };
-    let interrupted = if r.interrupted { "<span class=\"bad\">yes: stopped before its time limit</span>" } else { "no" };
-    let facts = [
-        ("run", esc(&r.run_id)),
-        ("seed", r.seed.to_string()),
-        ("backend", esc(&r.backend)),
-        ("clients", r.clients.to_string()),
-        ("time limit", format!("{} s", r.time_limit_secs)),
-        ("started", esc(&r.started_at)),
-        ("duration", format!("{:.1} s", r.duration_secs)),
-        ("interrupted", interrupted.to_string()),
-    ];
-    let mut dl = String::new();
-    for (k, v) in facts {
-        dl.push_str(&format!("<dt>{k}</dt><dd>{v}</dd>"));
+    html! {
+        header {
+            h1 { (r.scenario) }
+            p class="description" { (r.description) }
+            div class={ "verdict " (class) } {
+                div class="outcome" { (r.outcome) }
+                div class="expectation" { "expected: " (r.expect) " — " (relation) }
+            }
+            dl class="facts" {
+                dt { "run" } dd { (r.run_id) }
+                dt { "seed" } dd { (r.seed) }
+                dt { "backend" } dd { (r.backend) }
+                dt { "clients" } dd { (r.clients) }
+                dt { "time limit" } dd { (r.time_limit_secs) " s" }
+                dt { "started" } dd { (r.started_at) }
+                dt { "duration" } dd { (format_args!("{:.1}", r.duration_secs)) " s" }
+                dt { "interrupted" }
+                dd {
+                    @if r.interrupted { span class="bad" { "yes: stopped before its time limit" } } @else { "no" }
+                }
+            }
+        }
     }
-    format!(
-        "<header>\n<h1>{}</h1>\n<p class=\"description\">{}</p>\n\
-         <div class=\"verdict {class}\"><div class=\"outcome\">{}</div>\
-         <div class=\"expectation\">expected: {} &mdash; {relation}</div></div>\n\
-         <dl class=\"facts\">{dl}</dl>\n</header>\n",
-        esc(&r.scenario),
-        esc(&r.description),
-        r.outcome,
-        r.expect,
-    )
 }
 
-fn properties(c: &CheckResults) -> String {
-    let mut rows = String::new();
-    for (name, verdict) in c.verdicts() {
-        // Evidence-only properties (believed overlaps, fencing without tokens) are marked, so
-        // a reader sees which verdicts the outcome rests on.
-        let role = if c.decides_outcome(name) { "" } else { "<br><small>informational</small>" };
-        rows.push_str(&format!(
-            "<tr><td>{}{role}</td><td class=\"{}\">{}</td><td>{}</td></tr>\n",
-            esc(name),
-            verdict_class(verdict),
-            verdict,
-            property_details(name, c),
-        ));
+fn properties(c: &CheckResults) -> Markup {
+    html! {
+        section id="properties" {
+            h2 { "Properties" }
+            table {
+                tr { th { "property" } th { "verdict" } th { "details" } }
+                @for (name, verdict) in c.verdicts() {
+                    tr {
+                        td {
+                            (name)
+                            // Evidence-only properties (believed overlaps, fencing without
+                            // tokens) are marked, so a reader sees which verdicts the outcome
+                            // rests on.
+                            @if !c.decides_outcome(name) { br; small { "informational" } }
+                        }
+                        td class=(verdict_class(verdict)) { (verdict) }
+                        td { (property_details(name, c)) }
+                    }
+                }
+            }
+        }
     }
-    format!(
-        "<section id=\"properties\">\n<h2>Properties</h2>\n<table>\n\
-         <tr><th>property</th><th>verdict</th><th>details</th></tr>\n{rows}</table>\n</section>\n"
-    )
 }
 
 /// Counts of one property, by the name [`CheckResults::verdicts`] gives it.
 /// A new property adds an arm here.
-fn property_details(name: &str, c: &CheckResults) -> String {
+fn property_details(name: &str, c: &CheckResults) -> Markup {
     match name {
         "resource_safety" => resource_safety_details(&c.resource_safety),
         "fencing" => fencing_details(&c.fencing),
@@ -133,32 +158,29 @@ fn property_details(name: &str, c: &CheckResults) -> String {
         "linearizability" => match &c.linearizability {
             Some(checker::LinearizabilityCheck::Checked(l)) => linearizability_details(l),
             Some(checker::LinearizabilityCheck::NotChecked { error }) => {
-                format!("<p>the history does not fit the model: {}</p>", esc(error))
+                html! { p { "the history does not fit the model: " (error) } }
             }
-            None => String::new(),
+            None => html! {},
         },
-        _ => String::new(),
+        _ => html! {},
     }
 }
 
-fn count_list(items: &[(&str, String, bool)], notes: &[String]) -> String {
-    let mut out = String::from("<ul class=\"counts\">");
-    for (label, value, bad) in items {
-        let class = if *bad { " class=\"bad\"" } else { "" };
-        out.push_str(&format!("<li{class}>{label}: {}</li>", esc(value)));
-    }
-    out.push_str("</ul>");
-    if !notes.is_empty() {
-        out.push_str("<ul class=\"notes\">");
-        for n in notes {
-            out.push_str(&format!("<li>{}</li>", esc(n)));
+/// A list of counts (`bad` ones in red), then the checker's notes.
+fn count_list(items: &[(&str, String, bool)], notes: &[String]) -> Markup {
+    html! {
+        ul class="counts" {
+            @for (label, value, bad) in items {
+                li class=[bad_if(*bad)] { (label) ": " (value) }
+            }
         }
-        out.push_str("</ul>");
+        @if !notes.is_empty() {
+            ul class="notes" { @for n in notes { li { (n) } } }
+        }
     }
-    out
 }
 
-fn fencing_details(f: &checker::fencing::Fencing) -> String {
+fn fencing_details(f: &checker::fencing::Fencing) -> Markup {
     count_list(
         &[
             ("grants with a token", format!("{} of {}", f.grants_with_token, f.grants), false),
@@ -170,7 +192,7 @@ fn fencing_details(f: &checker::fencing::Fencing) -> String {
     )
 }
 
-fn linearizability_details(l: &checker::linearizability::Linearizability) -> String {
+fn linearizability_details(l: &checker::linearizability::Linearizability) -> Markup {
     let mut items = vec![
         ("model", l.model.clone(), false),
         ("operations", format!("{} ({} with unknown outcome)", l.operations, l.indeterminate), false),
@@ -196,7 +218,7 @@ fn linearizability_details(l: &checker::linearizability::Linearizability) -> Str
     count_list(&items, &l.notes)
 }
 
-fn holder_overlap_details(o: &checker::holder_overlap::HolderOverlap) -> String {
+fn holder_overlap_details(o: &checker::holder_overlap::HolderOverlap) -> Markup {
     let ignoring = &o.believed_overlap_ignoring_validity;
     count_list(
         &[
@@ -210,105 +232,113 @@ fn holder_overlap_details(o: &checker::holder_overlap::HolderOverlap) -> String 
     )
 }
 
-fn resource_safety_details(rs: &checker::ResourceSafety) -> String {
+fn resource_safety_details(rs: &checker::ResourceSafety) -> Markup {
     // Violation counts are red only when non-zero, so a clean run reads calmly.
-    let flag = |n: u64| if n > 0 { " class=\"bad\"" } else { "" };
-    let finals: Vec<String> = rs.final_values.iter().map(|(k, v)| format!("{} = {v}", esc(k))).collect();
-    let finals = if finals.is_empty() { "none".to_string() } else { finals.join(", ") };
-    let mut out = format!(
-        "<ul class=\"counts\">\
-         <li>accepted writes: {}</li>\
-         <li>rejected writes (stale writes rejected): {}</li>\
-         <li{}>lost updates: {}</li>\
-         <li{}>interleaved sections: {}</li>\
-         <li>interleavings stopped by fencing: {}</li>\
-         <li>acknowledged increments: {}</li>\
-         <li>final values: {finals}</li></ul>",
-        rs.accepted_writes,
-        rs.rejected_writes,
-        flag(rs.lost_updates),
-        rs.lost_updates,
-        flag(rs.interleaved_sections),
-        rs.interleaved_sections,
-        rs.fenced_interleavings,
-        rs.acknowledged_increments,
-    );
-    if !rs.notes.is_empty() {
-        out.push_str("<p>Records the checker could not interpret:</p><ul class=\"notes\">");
-        for n in &rs.notes {
-            out.push_str(&format!("<li>{}</li>", esc(n)));
+    html! {
+        ul class="counts" {
+            li { "accepted writes: " (rs.accepted_writes) }
+            li { "rejected writes (stale writes rejected): " (rs.rejected_writes) }
+            li class=[bad_if(rs.lost_updates > 0)] { "lost updates: " (rs.lost_updates) }
+            li class=[bad_if(rs.interleaved_sections > 0)] { "interleaved sections: " (rs.interleaved_sections) }
+            li { "interleavings stopped by fencing: " (rs.fenced_interleavings) }
+            li { "acknowledged increments: " (rs.acknowledged_increments) }
+            li {
+                "final values: "
+                @if rs.final_values.is_empty() { "none" }
+                @for (i, (k, v)) in rs.final_values.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    (k) " = " (v)
+                }
+            }
         }
-        out.push_str("</ul>");
+        @if !rs.notes.is_empty() {
+            p { "Records the checker could not interpret:" }
+            ul class="notes" { @for n in &rs.notes { li { (n) } } }
+        }
     }
-    out
 }
 
 /// Porcupine's picture of the first failing partition, when the lock was checked as a mutex
 /// (or another model) and found not linearizable.
-fn linearizability_section(c: &CheckResults, history: &[Event]) -> String {
-    let Some(checker::LinearizabilityCheck::Checked(l)) = &c.linearizability else { return String::new() };
-    let Some(failure) = l.failures.first() else { return String::new() };
-    let figure = linearizability_svg::render(failure, history);
-    if figure.is_empty() {
-        return String::new();
+fn linearizability_section(c: &CheckResults, history: &[Event]) -> Markup {
+    let Some(checker::LinearizabilityCheck::Checked(l)) = &c.linearizability else { return html! {} };
+    let Some(failure) = l.failures.first() else { return html! {} };
+    let Some(figure) = linearizability_svg::render(failure, history) else { return html! {} };
+    html! {
+        section id="linearizability" {
+            h2 {
+                "Linearizability"
+                @if !c.decides_outcome("linearizability") { " (informational: a lease lock under faults is not a mutex)" }
+            }
+            p { "Model " code { (l.model) } ": no order of the operations is consistent with the model beyond this point." }
+            (figure)
+        }
     }
-    let decides = if c.decides_outcome("linearizability") { "" } else { " (informational: a lease lock under faults is not a mutex)" };
-    format!(
-        "<section id=\"linearizability\">\n<h2>Linearizability{}</h2>\n<p>Model <code>{}</code>: no order of the operations is consistent with the model beyond this point.</p>\n{figure}</section>\n",
-        esc(decides),
-        esc(&l.model)
-    )
 }
 
-fn timeline_section(r: &RunResults, history: &[Event]) -> String {
-    let body = if history.is_empty() {
-        "<p>No events were recorded: nothing to draw.</p>\n".to_string()
-    } else {
-        let model = timeline::Timeline::from_history(history, r.workers.iter().map(|w| w.process));
-        let plots = plots::render(history, &model.faults);
-        format!(
-            "{}<h3>Acquire latency and throughput</h3>\n<p class=\"note\">Shaded: fault periods.</p>\n<div class=\"plots\">{plots}</div>\n",
-            timeline_svg::render(&model)
-        )
-    };
-    format!("<section id=\"timeline\">\n<h2>Timeline</h2>\n{body}</section>\n")
+fn timeline_section(r: &RunResults, history: &[Event]) -> Markup {
+    html! {
+        section id="timeline" {
+            h2 { "Timeline" }
+            @if history.is_empty() {
+                p { "No events were recorded: nothing to draw." }
+            } @else {
+                @let model = timeline::Timeline::from_history(history, r.workers.iter().map(|w| w.process));
+                (timeline_svg::render(&model))
+                h3 { "Acquire latency and throughput" }
+                p class="note" { "Shaded: fault periods." }
+                div class="plots" { (plots::render(history, &model.faults)) }
+            }
+        }
+    }
 }
 
-fn workers(r: &RunResults) -> String {
-    if r.workers.is_empty() {
-        return "<section id=\"workers\">\n<h2>Workers</h2>\n<p>No workers recorded.</p>\n</section>\n".to_string();
+fn workers(r: &RunResults) -> Markup {
+    html! {
+        section id="workers" {
+            h2 { "Workers" }
+            @if r.workers.is_empty() {
+                p { "No workers recorded." }
+            } @else {
+                table {
+                    tr { th { "worker" } th { "process" } th { "status" } th { "exit code" } th { "died at (ms)" } }
+                    @for w in &r.workers {
+                        tr {
+                            td { (w.name) }
+                            td { (w.process) }
+                            td class=[bad_if(w.status != WorkerFate::Finished)] { (w.status) }
+                            td { @if let Some(c) = w.exit_code { (c) } @else { "–" } }
+                            td { @if let Some(ms) = w.died_at_ms { (ms) } @else { "–" } }
+                        }
+                    }
+                }
+            }
+        }
     }
-    let mut rows = String::new();
-    for w in &r.workers {
-        let class = if w.status == WorkerFate::Finished { "" } else { " class=\"bad\"" };
-        let opt = |v: Option<String>| v.unwrap_or_else(|| "&ndash;".to_string());
-        rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td><td>{}</td></tr>\n",
-            esc(&w.name),
-            w.process,
-            w.status,
-            opt(w.exit_code.map(|c| c.to_string())),
-            opt(w.died_at_ms.map(|ms| ms.to_string())),
-        ));
-    }
-    format!(
-        "<section id=\"workers\">\n<h2>Workers</h2>\n<table>\n<tr><th>worker</th><th>process</th>\
-         <th>status</th><th>exit code</th><th>died at (ms)</th></tr>\n{rows}</table>\n</section>\n"
-    )
 }
 
-fn warnings(r: &RunResults) -> String {
-    let body = if r.warnings.is_empty() {
-        "<p>None.</p>\n".to_string()
-    } else {
-        let items: String = r.warnings.iter().map(|w| format!("<li>{}</li>\n", esc(w))).collect();
-        format!("<ul class=\"warnings\">\n{items}</ul>\n")
-    };
-    format!("<section id=\"warnings\">\n<h2>Warnings</h2>\n{body}</section>\n")
+fn warnings(r: &RunResults) -> Markup {
+    html! {
+        section id="warnings" {
+            h2 { "Warnings" }
+            @if r.warnings.is_empty() {
+                p { "None." }
+            } @else {
+                ul class="warnings" { @for w in &r.warnings { li { (w) } } }
+            }
+        }
+    }
 }
 
 /// Relative links: the report sits in the run folder next to these files.
-fn footer() -> String {
-    let links = ["history.jsonl", "results.json", "scenario.toml", "logs/"].map(|f| format!("<a href=\"{f}\">{f}</a>")).join(" &middot; ");
-    format!("<footer>Run files: {links}</footer>\n")
+fn footer() -> Markup {
+    html! {
+        footer {
+            "Run files: "
+            @for (i, f) in ["history.jsonl", "results.json", "scenario.toml", "logs/"].iter().enumerate() {
+                @if i > 0 { " · " }
+                a href=(f) { (f) }
+            }
+        }
+    }
 }

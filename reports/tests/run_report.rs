@@ -120,7 +120,7 @@ fn lost_update_report_shows_verdict_violation_lanes_and_fault() {
     assert!(page.contains("as expected"));
     // The violation, in words, with the stale write's event and time.
     assert!(page.contains("<li class=\"violation\">"));
-    assert!(page.contains("Client 1 read key &ldquo;ledger&rdquo;"));
+    assert!(page.contains("Client 1 read key “ledger”"));
     assert!(page.contains("a lost update"));
     assert!(page.contains("<td>2.011</td>"), "time of the stale write in seconds");
     assert!(page.contains("lost updates: 1"));

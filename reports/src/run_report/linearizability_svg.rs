@@ -3,9 +3,10 @@
 //! completion; the end of the longest linearizable prefix in green (numbered in linearization
 //! order) and the operations that could not come next in red.
 
-use super::esc;
+use super::F1;
 use checker::linearizability::PartitionFailure;
 use checker::{Event, EventType, Process};
+use maud::{html, Markup};
 use std::collections::{BTreeMap, HashMap};
 
 /// Prefix operations shown before the failure: enough context, a readable picture.
@@ -21,8 +22,8 @@ struct Op<'a> {
     order: Option<usize>,
 }
 
-/// The figure for one failing partition; empty when its operations are not in the history.
-pub(crate) fn render(failure: &PartitionFailure, history: &[Event]) -> String {
+/// The figure for one failing partition; None when its operations are not in the history.
+pub(crate) fn render(failure: &PartitionFailure, history: &[Event]) -> Option<Markup> {
     let by_index: HashMap<u64, usize> = history.iter().enumerate().map(|(i, e)| (e.index, i)).collect();
     let completion = |i: usize| -> u64 {
         let inv = &history[i];
@@ -45,7 +46,7 @@ pub(crate) fn render(failure: &PartitionFailure, history: &[Event]) -> String {
         }
     }
     if ops.is_empty() {
-        return String::new();
+        return None;
     }
     let lanes: BTreeMap<String, usize> = {
         let mut names: Vec<String> = ops.iter().map(|o| process_name(&o.invoke.process)).collect();
@@ -57,46 +58,47 @@ pub(crate) fn render(failure: &PartitionFailure, history: &[Event]) -> String {
     let t1 = ops.iter().map(|o| o.end).max().unwrap_or(t0).max(t0 + 1);
     let x = |t: u64| LEFT + (t - t0) as f64 / (t1 - t0) as f64 * (WIDTH - LEFT - 10.0);
     let height = 30.0 + lanes.len() as f64 * LANE;
-    let mut svg = format!(
-        "<svg class=\"linearizability\" viewBox=\"0 0 {WIDTH} {height}\" width=\"{WIDTH}\" height=\"{height}\" role=\"img\" aria-label=\"operations around the linearizability failure\">\n"
-    );
-    for (name, lane) in &lanes {
-        let y = 20.0 + *lane as f64 * LANE;
-        // lane-label is end-anchored (report.css), like the timeline's.
-        svg.push_str(&format!("<text class=\"lane-label\" x=\"{:.1}\" y=\"{:.1}\">{}</text>\n", LEFT - 8.0, y + 13.0, esc(name)));
-    }
-    for op in &ops {
-        let lane = lanes[&process_name(&op.invoke.process)];
-        let y = 20.0 + lane as f64 * LANE;
-        let (x0, x1) = (x(op.invoke.time), x(op.end).max(x(op.invoke.time) + 2.0));
-        let (class, label) = match op.order {
-            Some(n) => ("op placed", format!("{n}. {}", op.invoke.f)),
-            None => ("op unplaceable", format!("✗ {}", op.invoke.f)),
-        };
-        let what = match op.order {
-            Some(n) => format!("#{} {} — linearized as operation {n}", op.invoke.index, op.invoke.f),
-            None => format!("#{} {} — cannot come next after the prefix", op.invoke.index, op.invoke.f),
-        };
-        // A bar too narrow for its label keeps it in the tooltip only, so labels never overlap.
-        let text = if x1 - x0 >= 60.0 || op.order.is_none() {
-            format!("<text x=\"{:.1}\" y=\"{:.1}\">{}</text>", x0 + 3.0, y + 13.0, esc(&label))
-        } else {
-            String::new()
-        };
-        svg.push_str(&format!(
-            "<g class=\"{class}\"><title>{}</title><rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"18\"></rect>{text}</g>\n",
-            esc(&what),
-            x1 - x0,
-        ));
-    }
-    svg.push_str("</svg>\n");
-    format!(
-        "<figure class=\"linearizability\">{svg}<figcaption>Partition {}: the last {} operation(s) of the longest linearizable prefix (green, in linearization order) and the {} operation(s) that could not come next (red). Model state after the prefix: {}.</figcaption></figure>\n",
-        esc(&failure.partition),
-        failure.longest_prefix.len() - skip,
-        failure.unplaceable.len(),
-        esc(&failure.state)
-    )
+    let lane_y = |lane: usize| 20.0 + lane as f64 * LANE;
+    Some(html! {
+        figure class="linearizability" {
+            svg class="linearizability" viewBox={ "0 0 " (WIDTH) " " (height) } width=(WIDTH) height=(height) role="img"
+                aria-label="operations around the linearizability failure" {
+                @for (name, lane) in &lanes {
+                    // lane-label is end-anchored (report.css), like the timeline's.
+                    text class="lane-label" x=(F1(LEFT - 8.0)) y=(F1(lane_y(*lane) + 13.0)) { (name) }
+                }
+                @for op in &ops {
+                    @let y = lane_y(lanes[&process_name(&op.invoke.process)]);
+                    @let (x0, x1) = (x(op.invoke.time), x(op.end).max(x(op.invoke.time) + 2.0));
+                    g class=(if op.order.is_some() { "op placed" } else { "op unplaceable" }) {
+                        title {
+                            "#" (op.invoke.index) " " (op.invoke.f) " — "
+                            @match op.order {
+                                Some(n) => { "linearized as operation " (n) }
+                                None => { "cannot come next after the prefix" }
+                            }
+                        }
+                        rect x=(F1(x0)) y=(F1(y)) width=(F1(x1 - x0)) height="18" {}
+                        // A bar too narrow for its label keeps it in the tooltip only, so labels never overlap.
+                        @if x1 - x0 >= 60.0 || op.order.is_none() {
+                            text x=(F1(x0 + 3.0)) y=(F1(y + 13.0)) {
+                                @match op.order {
+                                    Some(n) => { (n) ". " (op.invoke.f) }
+                                    None => { "✗ " (op.invoke.f) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            figcaption {
+                "Partition " (failure.partition) ": the last " (failure.longest_prefix.len() - skip)
+                " operation(s) of the longest linearizable prefix (green, in linearization order) and the "
+                (failure.unplaceable.len()) " operation(s) that could not come next (red). Model state after the prefix: "
+                (failure.state) "."
+            }
+        }
+    })
 }
 
 fn process_name(p: &Process) -> String {
@@ -128,10 +130,10 @@ mod tests {
         }
         let failure =
             PartitionFailure { partition: "ledger".into(), longest_prefix: vec![0], unplaceable: vec![2], state: "Some(1)".into() };
-        let fig = render(&failure, &h);
+        let fig = render(&failure, &h).unwrap().into_string();
         assert!(fig.contains("<g class=\"op placed\"><title>#0 acquire — linearized as operation 1</title>"), "{fig}");
         assert!(fig.contains("<g class=\"op unplaceable\"><title>#2 acquire — cannot come next after the prefix</title>"), "{fig}");
         assert!(fig.contains(">client 1</text>") && fig.contains(">client 2</text>"), "{fig}");
-        assert!(render(&PartitionFailure { unplaceable: vec![99], longest_prefix: vec![], ..failure }, &h).is_empty());
+        assert!(render(&PartitionFailure { unplaceable: vec![99], longest_prefix: vec![], ..failure }, &h).is_none());
     }
 }

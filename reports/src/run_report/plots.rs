@@ -1,9 +1,14 @@
 //! Plots (plotters, SVG, inline): acquire latency over time and throughput (writes the resource
 //! accepted per second), with the fault periods shaded, so what a fault cost is visible at a
 //! glance. No font library: plotters' SVG backend writes text as SVG text.
+//!
+//! plotters' SVG is put in the page as it comes (maud's `PreEscaped`): the only text passed
+//! to it is this file's own (titles, axis descriptions) and the numbers on its axes; nothing
+//! from the run is. Its error messages, which could be anything, go through maud's escaping.
 
 use super::timeline::FaultBand;
 use checker::{Event, EventType, Process};
+use maud::{html, Markup, PreEscaped};
 use plotters::prelude::*;
 
 const W: u32 = 1100;
@@ -30,22 +35,23 @@ pub(crate) fn throughput(history: &[Event], end_s: f64) -> Vec<(f64, f64)> {
     per_second.iter().enumerate().map(|(s, n)| (s as f64, *n as f64)).collect()
 }
 
-/// The two plots as inline SVG, or a note when there is nothing to plot.
-pub(crate) fn render(history: &[Event], faults: &[FaultBand]) -> String {
+/// The two plots as inline SVG, or a note when one cannot be drawn.
+pub(crate) fn render(history: &[Event], faults: &[FaultBand]) -> Markup {
     let end_s = history.iter().map(|e| e.time).max().unwrap_or(0) as f64 / 1e9;
     let latencies = acquire_latencies(history);
     let rate = throughput(history, end_s);
-    let mut out = String::new();
-    for (class, title, y_desc, points, line) in [
+    let plots = [
         ("plot-latency", "acquire latency", "ms", &latencies, false),
         ("plot-throughput", "writes accepted per second", "writes/s", &rate, true),
-    ] {
-        match plot(title, y_desc, points, line, faults, end_s.max(1.0)) {
-            Ok(svg) => out.push_str(&format!("<figure class=\"{class}\">{svg}</figure>\n")),
-            Err(e) => out.push_str(&format!("<p>{title}: not drawn ({})</p>\n", super::esc(&e))),
+    ];
+    html! {
+        @for (class, title, y_desc, points, line) in plots {
+            @match plot(title, y_desc, points, line, faults, end_s.max(1.0)) {
+                Ok(svg) => { figure class=(class) { (PreEscaped(svg)) } }
+                Err(e) => { p { (title) ": not drawn (" (e) ")" } }
+            }
         }
     }
-    out
 }
 
 fn plot(title: &str, y_desc: &str, points: &[(f64, f64)], line: bool, faults: &[FaultBand], end_s: f64) -> Result<String, String> {
@@ -108,7 +114,7 @@ mod tests {
         assert_eq!(acquire_latencies(&h), [(0.01, 10.0), (2.5, 1000.0)]);
         assert_eq!(throughput(&h, 2.5), [(0.0, 1.0), (1.0, 1.0), (2.0, 0.0), (3.0, 0.0)]);
         let band = FaultBand { fault: "pause".into(), node: None, start: 100_000_000, end: 900_000_000, healed: true, error: None };
-        let svg = render(&h, &[band]);
+        let svg = render(&h, &[band]).into_string();
         assert_eq!(svg.matches("<svg").count(), 2, "{svg}");
         assert!(svg.contains("acquire latency") && svg.contains("writes accepted per second") && svg.contains("time (s)"), "{svg}");
     }

@@ -5,9 +5,14 @@
 //! Size is bounded whatever the history's length: holds closer than a pixel merge into one
 //! bar, writes are drawn as one path per lane and kind with one tick per pixel column, and a
 //! hard cap on bars and bands stops the rest (the page says how many were left out).
+//!
+//! Coordinates and path data are computed here; every element and every text (labels,
+//! tooltips, which carry fault and node names from the run) is written with maud, which
+//! escapes it.
 
 use super::timeline::{FaultBand, Hold, Timeline, WriteMark};
-use super::{esc, secs};
+use super::{secs, F1};
+use maud::{html, Markup};
 use std::collections::BTreeSet;
 
 const LEFT: f64 = 90.0;
@@ -38,7 +43,7 @@ impl Scale {
 }
 
 /// The SVG plus its legend and notes, ready to put in the page.
-pub(super) fn render(t: &Timeline) -> String {
+pub(super) fn render(t: &Timeline) -> Markup {
     let scale = Scale { end: t.end };
     let label_rows = label_rows(&t.faults[..t.faults.len().min(MAX_FAULTS)], &scale);
     let rows_used = label_rows.iter().max().map_or(0, |r| r + 1);
@@ -48,28 +53,37 @@ pub(super) fn render(t: &Timeline) -> String {
     let width = LEFT + PLOT_W + RIGHT;
 
     let mut notes = Vec::new();
-    let mut svg = format!(
-        "<svg class=\"timeline\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" \
-         role=\"img\" aria-label=\"timeline of lock holds, writes and faults\">\n"
-    );
-    svg.push_str(&faults(t, &scale, &label_rows, lanes_top, lanes_h, &mut notes));
-    svg.push_str(&axis(&scale, lanes_top, lanes_h));
-    svg.push_str(&lanes(t, &scale, lanes_top, &mut notes));
-    svg.push_str("</svg>\n");
-
+    let faults = faults(t, &scale, &label_rows, lanes_top, lanes_h, &mut notes);
+    let axis = axis(&scale, lanes_top, lanes_h);
+    let lanes = lanes(t, &scale, lanes_top, &mut notes);
     if t.writes_without_client > 0 {
         notes.push(format!("{} write record(s) of the resource name no client and are not drawn.", t.writes_without_client));
     }
-    let notes: String = notes.iter().map(|n| format!("<p class=\"note\">{}</p>\n", esc(n))).collect();
-    format!("<div class=\"timeline-box\">\n{svg}</div>\n{}{notes}", legend())
+    html! {
+        div class="timeline-box" {
+            svg class="timeline" viewBox={ "0 0 " (width) " " (height) } width=(width) height=(height) role="img"
+                aria-label="timeline of lock holds, writes and faults" {
+                (faults)
+                (axis)
+                (lanes)
+            }
+        }
+        (legend())
+        @for n in &notes { p class="note" { (n) } }
+    }
 }
 
-fn legend() -> &'static str {
-    "<p class=\"legend\"><span class=\"sw hold\"></span>lock held (as the client believed: acquire ok \
-     &rarr; release) <span class=\"sw hold overlap\"></span>held while another client also held it \
-     <span class=\"sw section\"></span>critical section (read &rarr; write) \
-     <span class=\"sw w-ok\"></span>write accepted by the resource (tooltip: token, value) \
-     <span class=\"sw w-fail\"></span>write rejected <span class=\"sw fault\"></span>fault active</p>\n"
+fn legend() -> Markup {
+    html! {
+        p class="legend" {
+            span class="sw hold" {} "lock held (as the client believed: acquire ok → release) "
+            span class="sw hold overlap" {} "held while another client also held it "
+            span class="sw section" {} "critical section (read → write) "
+            span class="sw w-ok" {} "write accepted by the resource (tooltip: token, value) "
+            span class="sw w-fail" {} "write rejected "
+            span class="sw fault" {} "fault active"
+        }
+    }
 }
 
 /// Label row per band: the first row whose previous label ends before this band starts, so
@@ -113,51 +127,44 @@ fn fault_label(f: &FaultBand) -> String {
     label
 }
 
-fn faults(t: &Timeline, scale: &Scale, rows: &[usize], top: f64, h: f64, notes: &mut Vec<String>) -> String {
-    let mut out = String::new();
-    for (f, row) in t.faults.iter().zip(rows) {
-        let x0 = scale.x(f.start);
-        let w = (scale.x(f.end) - x0).max(1.0);
-        let class = if f.error.is_some() { "fault failed" } else { "fault" };
-        let label = esc(&fault_label(f));
-        let mut tip = format!("{label}: {}&ndash;{} s", secs(f.start), secs(f.end));
-        if let Some(e) = &f.error {
-            tip.push_str(&format!("; error: {}", esc(e)));
-        }
-        out.push_str(&format!(
-            "<g class=\"{class}\"><title>{tip}</title><rect x=\"{x0:.1}\" y=\"{top:.1}\" width=\"{w:.1}\" \
-             height=\"{h:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\">{label}</text></g>\n",
-            label_x(f, scale),
-            6.0 + LABEL_ROW_H * (*row as f64 + 1.0) - 3.0,
-        ));
-    }
+fn faults(t: &Timeline, scale: &Scale, rows: &[usize], top: f64, h: f64, notes: &mut Vec<String>) -> Markup {
     if t.faults.len() > MAX_FAULTS {
         notes.push(format!("{} more fault(s) not drawn.", t.faults.len() - MAX_FAULTS));
     }
-    out
+    html! {
+        @for (f, row) in t.faults.iter().zip(rows) {
+            @let x0 = scale.x(f.start);
+            @let label = fault_label(f);
+            g class=(if f.error.is_some() { "fault failed" } else { "fault" }) {
+                title {
+                    (label) ": " (secs(f.start)) "–" (secs(f.end)) " s"
+                    @if let Some(e) = &f.error { "; error: " (e) }
+                }
+                rect x=(F1(x0)) y=(F1(top)) width=(F1((scale.x(f.end) - x0).max(1.0))) height=(F1(h)) {}
+                text x=(F1(label_x(f, scale))) y=(F1(6.0 + LABEL_ROW_H * (*row as f64 + 1.0) - 3.0)) { (label) }
+            }
+        }
+    }
 }
 
-fn axis(scale: &Scale, top: f64, h: f64) -> String {
+fn axis(scale: &Scale, top: f64, h: f64) -> Markup {
     let span = scale.end as f64 / 1e9;
     let step = nice_step(span / 8.0);
     let decimals = (-step.log10().floor()).max(0.0) as usize;
     let bottom = top + h;
-    let mut out = format!("<g class=\"axis\"><line x1=\"{LEFT}\" y1=\"{bottom:.1}\" x2=\"{:.1}\" y2=\"{bottom:.1}\"/>", LEFT + PLOT_W);
     // Ticks at whole multiples of the step; the 1e-9 slack keeps the last tick despite rounding.
-    let mut k = 0u32;
-    while f64::from(k) * step <= span * (1.0 + 1e-9) && k <= 50 {
-        let s = f64::from(k) * step;
-        let x = LEFT + PLOT_W * s / span;
-        out.push_str(&format!(
-            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"{top:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\"/>\
-             <text x=\"{x:.1}\" y=\"{:.1}\">{s:.decimals$}</text>",
-            bottom + 4.0,
-            bottom + 16.0,
-        ));
-        k += 1;
+    let ticks = (0..=50u32).map(|k| f64::from(k) * step).take_while(|s| *s <= span * (1.0 + 1e-9));
+    html! {
+        g class="axis" {
+            line x1=(LEFT) y1=(F1(bottom)) x2=(F1(LEFT + PLOT_W)) y2=(F1(bottom)) {}
+            @for s in ticks {
+                @let x = LEFT + PLOT_W * s / span;
+                line class="grid" x1=(F1(x)) y1=(F1(top)) x2=(F1(x)) y2=(F1(bottom + 4.0)) {}
+                text x=(F1(x)) y=(F1(bottom + 16.0)) { (format!("{s:.decimals$}")) }
+            }
+            text class="unit" x=(F1(LEFT + PLOT_W)) y=(F1(bottom + 28.0)) { "time (s)" }
+        }
     }
-    out.push_str(&format!("<text class=\"unit\" x=\"{:.1}\" y=\"{:.1}\">time (s)</text></g>\n", LEFT + PLOT_W, bottom + 28.0));
-    out
 }
 
 /// 1, 2 or 5 times a power of ten, at least `raw`: tick labels a reader can add up.
@@ -176,7 +183,7 @@ fn nice_step(raw: f64) -> f64 {
     m * mag
 }
 
-fn lanes(t: &Timeline, scale: &Scale, top: f64, notes: &mut Vec<String>) -> String {
+fn lanes(t: &Timeline, scale: &Scale, top: f64, notes: &mut Vec<String>) -> Markup {
     let mut by_lane: Vec<Vec<&Hold>> = vec![Vec::new(); t.lanes.len()];
     for h in &t.holds {
         by_lane[h.lane].push(h);
@@ -197,24 +204,20 @@ fn lanes(t: &Timeline, scale: &Scale, top: f64, notes: &mut Vec<String>) -> Stri
     }
     let mut budget = MAX_BARS;
     let mut dropped = 0usize;
-    let mut out = String::new();
-    for (lane, client) in t.lanes.iter().enumerate() {
-        let y = top + lane as f64 * LANE_H;
-        out.push_str(&format!(
-            "<g class=\"lane\" data-client=\"{client}\"><text class=\"lane-label\" x=\"{:.1}\" y=\"{:.1}\">client {client}</text>\n",
-            LEFT - 6.0,
-            y + BAR_Y + BAR_H - 2.0,
-        ));
-        out.push_str(&bars(&mut by_lane[lane], *client, scale, y, &mut budget, &mut dropped));
-        out.push_str(&section_path(&mut sections[lane], y + BAR_Y + BAR_H - 2.0, *client));
-        for w in &labelled[lane] {
-            out.push_str(&labelled_tick(w, scale, y));
+    let out = html! {
+        @for (lane, client) in t.lanes.iter().enumerate() {
+            @let y = top + lane as f64 * LANE_H;
+            @let [ok, fail] = &writes[lane];
+            g class="lane" data-client=(client) {
+                text class="lane-label" x=(F1(LEFT - 6.0)) y=(F1(y + BAR_Y + BAR_H - 2.0)) { "client " (client) }
+                (bars(&mut by_lane[lane], *client, scale, y, &mut budget, &mut dropped))
+                (section_path(&mut sections[lane], y + BAR_Y + BAR_H - 2.0, *client))
+                @for w in &labelled[lane] { (labelled_tick(w, scale, y)) }
+                (ticks(ok, "w-ok", y, BAR_Y, *client, "accepted"))
+                (ticks(fail, "w-fail", y + BAR_Y + BAR_H, LANE_H - BAR_Y - BAR_H, *client, "rejected"))
+            }
         }
-        let [ok, fail] = &writes[lane];
-        out.push_str(&ticks(ok, "w-ok", y, BAR_Y, *client, "accepted"));
-        out.push_str(&ticks(fail, "w-fail", y + BAR_Y + BAR_H, LANE_H - BAR_Y - BAR_H, *client, "rejected"));
-        out.push_str("</g>\n");
-    }
+    };
     if dropped > 0 {
         notes.push(format!("{dropped} lock hold bar(s) not drawn: the timeline shows at most {MAX_BARS}."));
     }
@@ -232,7 +235,7 @@ struct Bar {
     end: u64,
 }
 
-fn bars(holds: &mut [&Hold], client: u64, scale: &Scale, y: f64, budget: &mut usize, dropped: &mut usize) -> String {
+fn bars(holds: &mut [&Hold], client: u64, scale: &Scale, y: f64, budget: &mut usize, dropped: &mut usize) -> Markup {
     holds.sort_by_key(|h| h.start);
     let mut merged: Vec<Bar> = Vec::new();
     for (i, h) in holds.iter().enumerate() {
@@ -247,47 +250,54 @@ fn bars(holds: &mut [&Hold], client: u64, scale: &Scale, y: f64, budget: &mut us
             _ => merged.push(Bar { x0, x1, red: h.overlaps, first: i, count: 1, start: h.start, end: h.end }),
         }
     }
-    let mut out = String::new();
+    let mut drawn = Vec::with_capacity(merged.len().min(*budget));
     for b in merged {
         if *budget == 0 {
             *dropped += b.count;
-            continue;
-        }
-        *budget -= 1;
-        let class = if b.red { "hold overlap" } else { "hold" };
-        let tip = if b.count == 1 {
-            let h = holds[b.first];
-            let token = h.token.map(|t| format!(", token {t}")).unwrap_or_default();
-            let open = if h.unreleased { " (no release seen)" } else { "" };
-            format!("client {client} held the lock {}&ndash;{} s{token}{open}", secs(h.start), secs(h.end))
         } else {
-            format!("{} holds of client {client}, {}&ndash;{} s (merged at this scale)", b.count, secs(b.start), secs(b.end))
-        };
-        out.push_str(&format!(
-            "<rect class=\"{class}\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{BAR_H}\"><title>{tip}</title></rect>\n",
-            b.x0,
-            y + BAR_Y,
-            b.x1 - b.x0,
-        ));
+            *budget -= 1;
+            drawn.push(b);
+        }
     }
-    out
+    html! {
+        @for b in &drawn {
+            rect class=(if b.red { "hold overlap" } else { "hold" }) x=(F1(b.x0)) y=(F1(y + BAR_Y)) width=(F1(b.x1 - b.x0)) height=(BAR_H) {
+                title {
+                    @if b.count == 1 {
+                        @let h = holds[b.first];
+                        "client " (client) " held the lock " (secs(h.start)) "–" (secs(h.end)) " s"
+                        @if let Some(t) = h.token { ", token " (t) }
+                        @if h.unreleased { " (no release seen)" }
+                    } @else {
+                        (b.count) " holds of client " (client) ", " (secs(b.start)) "–" (secs(b.end)) " s (merged at this scale)"
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// One write as its own tick, accepted above the bar and rejected below, with what it carried.
-fn labelled_tick(w: &WriteMark, scale: &Scale, y: f64) -> String {
+fn labelled_tick(w: &WriteMark, scale: &Scale, y: f64) -> Markup {
     let x = scale.x(w.time).round();
     let (class, y0, len, what) =
         if w.accepted { ("w-ok", y, BAR_Y, "accepted") } else { ("w-fail", y + BAR_Y + BAR_H, LANE_H - BAR_Y - BAR_H, "rejected") };
-    let token = w.token.map(|t| format!(", token {t}")).unwrap_or_else(|| ", no token".into());
-    let value = w.value.map(|v| format!(", value {v}")).unwrap_or_default();
-    format!("<path class=\"{class}\" d=\"M{x} {y0:.1}v{len}\"><title>write {what} at {} s{token}{value}</title></path>\n", secs(w.time))
+    html! {
+        path class=(class) d=(format!("M{x} {y0:.1}v{len}")) {
+            title {
+                "write " (what) " at " (secs(w.time)) " s"
+                @match w.token { Some(t) => { ", token " (t) } None => { ", no token" } }
+                @if let Some(v) = w.value { ", value " (v) }
+            }
+        }
+    }
 }
 
 /// A lane's critical sections (read returned → write sent) as one path of strokes along the
 /// bottom of its bars, sections within a pixel merged.
-fn section_path(spans: &mut [(f64, f64)], y: f64, client: u64) -> String {
+fn section_path(spans: &mut [(f64, f64)], y: f64, client: u64) -> Markup {
     if spans.is_empty() {
-        return String::new();
+        return html! {};
     }
     spans.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut merged: Vec<(f64, f64)> = vec![];
@@ -298,18 +308,20 @@ fn section_path(spans: &mut [(f64, f64)], y: f64, client: u64) -> String {
         }
     }
     let d: String = merged.iter().map(|(a, b)| format!("M{a:.1} {y:.1}H{b:.1}")).collect();
-    format!(
-        "<path class=\"section\" d=\"{d}\"><title>client {client}: critical sections (read returned &rarr; write sent)</title></path>\n"
-    )
+    html! {
+        path class="section" d=(d) { title { "client " (client) ": critical sections (read returned → write sent)" } }
+    }
 }
 
 /// All ticks of one lane and kind as a single path: compact at any history size.
-fn ticks(xs: &BTreeSet<i64>, class: &str, y: f64, len: f64, client: u64, what: &str) -> String {
+fn ticks(xs: &BTreeSet<i64>, class: &str, y: f64, len: f64, client: u64, what: &str) -> Markup {
     if xs.is_empty() {
-        return String::new();
+        return html! {};
     }
     let d: String = xs.iter().map(|x| format!("M{x} {y:.1}v{len}")).collect();
-    format!("<path class=\"{class}\" d=\"{d}\"><title>client {client}: writes {what} by the resource</title></path>\n")
+    html! {
+        path class=(class) d=(d) { title { "client " (client) ": writes " (what) " by the resource" } }
+    }
 }
 
 #[cfg(test)]

@@ -3,58 +3,60 @@
 //! Evidence names events by `Event.index`; the events themselves come from the history, so a
 //! reader sees times, processes, values and tokens without opening history.jsonl.
 
-use super::{esc, secs};
+use super::secs;
 use checker::{CheckResults, Event, Interleaving, Process, ResourceSafety};
+use maud::{html, Markup};
 use std::collections::{HashMap, HashSet};
 
-pub(super) fn section(c: &CheckResults, history: &[Event]) -> String {
+pub(super) fn section(c: &CheckResults, history: &[Event]) -> Markup {
     // One block per property; a new property with evidence adds a call here.
-    let body = resource_safety(&c.resource_safety, history);
-    format!("<section id=\"violations\">\n<h2>Violations</h2>\n{body}</section>\n")
+    html! {
+        section id="violations" {
+            h2 { "Violations" }
+            (resource_safety(&c.resource_safety, history))
+        }
+    }
 }
 
-fn resource_safety(rs: &ResourceSafety, history: &[Event]) -> String {
-    let mut out = String::new();
-    if rs.lost_updates == 0 && rs.interleaved_sections == 0 && rs.acknowledged_missing == 0 {
-        out.push_str("<p class=\"good\">No violation of resource safety.</p>\n");
-    } else if rs.lost_updates == 0 && rs.interleaved_sections == 0 {
-        out.push_str("<p class=\"bad\">Resource safety violated.</p>\n");
-    } else {
-        out.push_str(&format!(
-            "<p class=\"bad\">Resource safety violated: {} interleaved critical section(s), \
-             {} lost update(s).</p>\n",
-            rs.interleaved_sections, rs.lost_updates
-        ));
+fn resource_safety(rs: &ResourceSafety, history: &[Event]) -> Markup {
+    html! {
+        @if rs.lost_updates == 0 && rs.interleaved_sections == 0 && rs.acknowledged_missing == 0 {
+            p class="good" { "No violation of resource safety." }
+        } @else if rs.lost_updates == 0 && rs.interleaved_sections == 0 {
+            p class="bad" { "Resource safety violated." }
+        } @else {
+            p class="bad" {
+                "Resource safety violated: " (rs.interleaved_sections) " interleaved critical section(s), "
+                (rs.lost_updates) " lost update(s)."
+            }
+        }
+        @if rs.fenced_interleavings > 0 {
+            p {
+                (rs.fenced_interleavings) " critical section(s) overlapped another client's but their stale write was \
+                 rejected by fencing: the lock failed, the resource held."
+            }
+        }
+        @if rs.acknowledged_missing > 0 {
+            p class="bad" {
+                (rs.acknowledged_missing) " write(s) acknowledged to clients are not in the resource's record \
+                 (lost with the resource's state, e.g. in a failover): events "
+                @for (i, index) in rs.acknowledged_missing_evidence.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    "#" (index)
+                }
+                "."
+            }
+        }
+        @if !rs.evidence.is_empty() {
+            @let events = lookup(history, &rs.evidence);
+            ol class="violations" {
+                @for ev in &rs.evidence { (interleaving(ev, &events)) }
+            }
+            @if rs.evidence_omitted > 0 {
+                p { "… and " (rs.evidence_omitted) " more interleaved section(s), not listed." }
+            }
+        }
     }
-    if rs.fenced_interleavings > 0 {
-        out.push_str(&format!(
-            "<p>{} critical section(s) overlapped another client's but their stale write was \
-             rejected by fencing: the lock failed, the resource held.</p>\n",
-            rs.fenced_interleavings
-        ));
-    }
-    if rs.acknowledged_missing > 0 {
-        let listed: Vec<String> = rs.acknowledged_missing_evidence.iter().map(|i| format!("#{i}")).collect();
-        out.push_str(&format!(
-            "<p class=\"bad\">{} write(s) acknowledged to clients are not in the resource's record \
-             (lost with the resource's state, e.g. in a failover): events {}.</p>\n",
-            rs.acknowledged_missing,
-            esc(&listed.join(", "))
-        ));
-    }
-    if rs.evidence.is_empty() {
-        return out;
-    }
-    let events = lookup(history, &rs.evidence);
-    out.push_str("<ol class=\"violations\">\n");
-    for ev in &rs.evidence {
-        out.push_str(&interleaving(ev, &events));
-    }
-    out.push_str("</ol>\n");
-    if rs.evidence_omitted > 0 {
-        out.push_str(&format!("<p>&hellip; and {} more interleaved section(s), not listed.</p>\n", rs.evidence_omitted));
-    }
-    out
 }
 
 /// The events the evidence refers to, found in one pass (histories can be large; evidence is
@@ -65,58 +67,58 @@ fn lookup<'a>(history: &'a [Event], evidence: &[Interleaving]) -> HashMap<u64, &
     history.iter().filter(|e| wanted.contains(&e.index)).map(|e| (e.index, e)).collect()
 }
 
-fn interleaving(ev: &Interleaving, events: &HashMap<u64, &Event>) -> String {
+fn interleaving(ev: &Interleaving, events: &HashMap<u64, &Event>) -> Markup {
     let others: Vec<String> = ev.clients.iter().filter(|c| **c != ev.client).map(|c| format!("client {c}")).collect();
     let others = if others.is_empty() { "other clients".to_string() } else { others.join(", ") };
     let plural = if ev.other_writes_total == 1 { "" } else { "s" };
-    let mut rows = event_row("section read", ev.read_index, events);
-    for w in &ev.other_writes {
-        rows.push_str(&event_row("other write", w.index, events));
-    }
     let unlisted = ev.other_writes_total.saturating_sub(ev.other_writes.len() as u64);
-    if unlisted > 0 {
-        rows.push_str(&format!("<tr><td colspan=\"11\">&hellip; and {unlisted} more accepted write(s) by other clients</td></tr>\n"));
+    html! {
+        li class="violation" {
+            p class="bad" {
+                "Client " (ev.client) " read key “" (ev.key) "” (event #" (ev.read_index) ") and wrote it back (event #"
+                (ev.write_index) "); the resource accepted that write although, in between, it had accepted "
+                (ev.other_writes_total) " write" (plural) " by " (others) ". The stale write overwrote their increments: a lost update."
+            }
+            table class="events" {
+                tr {
+                    @for h in ["role", "#", "time (s)", "process", "client", "type", "f", "key", "value", "token", "error"] { th { (h) } }
+                }
+                (event_row("section read", ev.read_index, events))
+                @for w in &ev.other_writes { (event_row("other write", w.index, events)) }
+                @if unlisted > 0 {
+                    tr { td colspan="11" { "… and " (unlisted) " more accepted write(s) by other clients" } }
+                }
+                (event_row("section write", ev.write_index, events))
+            }
+        }
     }
-    rows.push_str(&event_row("section write", ev.write_index, events));
-    format!(
-        "<li class=\"violation\"><p class=\"bad\">Client {client} read key &ldquo;{key}&rdquo; \
-         (event #{read}) and wrote it back (event #{write}); the resource accepted that write \
-         although, in between, it had accepted {n} write{plural} by {others}. The stale write \
-         overwrote their increments: a lost update.</p>\n<table class=\"events\">\n{head}{rows}</table></li>\n",
-        client = ev.client,
-        key = esc(&ev.key),
-        read = ev.read_index,
-        write = ev.write_index,
-        n = ev.other_writes_total,
-        head = EVENT_HEAD,
-    )
 }
 
-const EVENT_HEAD: &str = "<tr><th>role</th><th>#</th><th>time (s)</th><th>process</th>\
-<th>client</th><th>type</th><th>f</th><th>key</th><th>value</th><th>token</th><th>error</th></tr>\n";
-
 /// One history event as a table row; `role` says what the event is to the evidence.
-fn event_row(role: &str, index: u64, events: &HashMap<u64, &Event>) -> String {
+fn event_row(role: &str, index: u64, events: &HashMap<u64, &Event>) -> Markup {
     let Some(e) = events.get(&index) else {
-        return format!("<tr><td>{role}</td><td>{index}</td><td colspan=\"9\">not found in the history</td></tr>\n");
+        return html! { tr { td { (role) } td { (index) } td colspan="9" { "not found in the history" } } };
     };
-    let process = match &e.process {
-        Process::Client(c) => format!("client {c}"),
-        Process::Named(n) => esc(n),
-    };
-    let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-    let value = if e.value.is_null() { String::new() } else { esc(&e.value.to_string()) };
-    format!(
-        "<tr><td>{role}</td><td>{index}</td><td>{}</td><td>{process}</td><td>{}</td>\
-         <td>{}</td><td>{}</td><td>{}</td><td>{value}</td><td>{}</td><td>{}</td></tr>\n",
-        secs(e.time),
-        opt(e.client),
-        event_type(e),
-        esc(&e.f),
-        esc(e.key.as_deref().unwrap_or("")),
-        opt(e.token),
-        esc(e.error.as_deref().unwrap_or("")),
-    )
+    html! {
+        tr {
+            td { (role) }
+            td { (index) }
+            td { (secs(e.time)) }
+            td {
+                @match &e.process {
+                    Process::Client(c) => { "client " (c) }
+                    Process::Named(n) => { (n) }
+                }
+            }
+            td { @if let Some(c) = e.client { (c) } }
+            td { (event_type(e)) }
+            td { (e.f) }
+            td { @if let Some(k) = &e.key { (k) } }
+            td { @if !e.value.is_null() { (e.value.to_string()) } }
+            td { @if let Some(t) = e.token { (t) } }
+            td { @if let Some(err) = &e.error { (err) } }
+        }
+    }
 }
 
 fn event_type(e: &Event) -> &'static str {
