@@ -155,3 +155,25 @@ fn the_index_lists_runs_newest_first_with_their_verdicts_and_links() {
     assert!(html.contains("2 run(s), 1 matched their expectation"), "{html}");
     assert!(html.contains("<tr class=\"mismatch\"><td>2026-01-01T00:00:00Z</td>"), "{html}");
 }
+
+#[test]
+fn the_index_and_the_matrix_escape_names_from_runs_in_text_and_attributes() {
+    let mut odd = run("a<b>&\"c\" <script>x</script>", Expectation::Safe, false);
+    odd.backend = "<i>b</i>".into();
+    let mut entries = [IndexEntry { results: odd.clone(), report: "x\"><script>/report.html".into() }];
+    let index = run_index::render(&mut entries);
+    assert!(!index.contains("<script") && !index.contains("<i>"), "{index}");
+    assert!(index.contains("<a href=\"x&quot;&gt;&lt;script&gt;/report.html\">a&lt;b&gt;&amp;&quot;c&quot; &lt;script&gt;"), "{index}");
+    assert!(index.contains("<td>&lt;i&gt;b&lt;/i&gt;</td>"), "{index}");
+
+    let runs = [MatrixRun { results: &odd, row: "<r>".into(), column: "\"c\"".into(), report: "b\"<x>/report.html".into() }];
+    let html = matrix::render_html(&Matrix::from_runs(&runs), "t <&>");
+    assert!(!html.contains("<script") && !html.contains("<r>") && !html.contains("<x>"), "{html}");
+    // The cell's tooltip names the scenarios: the quote must not end the attribute.
+    assert!(html.contains("title=\"a&lt;b&gt;&amp;&quot;c&quot; &lt;script&gt;x&lt;/script&gt;\""), "{html}");
+    assert!(
+        html.contains("<title>t &lt;&amp;&gt;</title>") && html.contains("<th>&lt;r&gt;</th>") && html.contains("<th>&quot;c&quot;</th>"),
+        "{html}"
+    );
+    assert!(html.contains("<a href=\"b&quot;&lt;x&gt;/report.html\">1</a>"), "{html}");
+}
