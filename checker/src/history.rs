@@ -1,4 +1,4 @@
-//! History events: Jepsen's op shape, one JSON object per line (see shared/DESIGN.md).
+//! History events: Jepsen's op shape, one JSON object per line (the README's "What a run leaves in the store").
 //!
 //! `{"index":41,"time":1234567,"process":3,"type":"invoke","f":"acquire","key":"ledger","value":null}`
 //!

@@ -93,7 +93,7 @@ impl std::str::FromStr for HistoryFormat {
     }
 }
 
-/// Parses JSON-lines text (see the "History format" section of DESIGN.md).
+/// Parses JSON-lines text (the history format: see the README, "What a run leaves in the store").
 pub fn parse_jsonl(text: &str) -> Result<ParsedHistory, HistoryError> {
     parse_bytes(text.as_bytes(), None, HistoryFormat::Jsonl)
 }

@@ -4,7 +4,7 @@
 //! to a second client while the first still believes it holds it.
 
 use checker::{Event, EventType, Process};
-use harness::events::{Event as RunEvent, EventSink, Reporter};
+use harness::events::{Event as RunEvent, EventSink, FaultChange, Reporter};
 use harness::run::RunOptions;
 use harness::{scenario_catalog, series};
 use results::{FaultPhase, Outcome};
@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Collects the faults the run reports.
-struct Faults(Arc<Mutex<Vec<(&'static str, FaultPhase, Option<String>)>>>);
+struct Faults(Arc<Mutex<Vec<FaultChange>>>);
 
 impl Reporter for Faults {
     fn report(&mut self, event: &RunEvent) {
         if let RunEvent::Fault(change) = event {
-            self.0.lock().unwrap().push((change.fault, change.phase, change.error.clone()));
+            self.0.lock().unwrap().push(change.clone());
         }
     }
 }
@@ -30,7 +30,7 @@ struct FailedRenew {
 
 /// Runs `scenario` for 12 s through the library; returns its outcome, the faults reported as
 /// events, and the failed renewals of the client that was cut off.
-async fn run(scenario: &str) -> (Outcome, Vec<(&'static str, FaultPhase, Option<String>)>, Vec<FailedRenew>) {
+async fn run(scenario: &str) -> (Outcome, Vec<FaultChange>, Vec<FailedRenew>) {
     let store = tempfile::tempdir().unwrap();
     let loaded = scenario_catalog::resolve(scenario).unwrap();
     let opts = RunOptions {
@@ -78,7 +78,7 @@ async fn a_reset_partition_fails_requests_at_once_and_a_dropping_one_makes_them_
 
     for (name, (outcome, faults, failed)) in [("partition", &reset), ("partition-drop", &drop)] {
         assert_eq!(*outcome, Outcome::Violation, "{name}: the cut-off holder's write is a lost update");
-        let phases: Vec<_> = faults.iter().map(|(f, p, e)| (*f, *p, e.is_none())).collect();
+        let phases: Vec<_> = faults.iter().map(|c| (c.fault, c.phase, c.error.is_none())).collect();
         assert_eq!(phases, [(name, FaultPhase::Start, true), (name, FaultPhase::Stop, true)], "{name}: {faults:?}");
         assert!(!failed.is_empty(), "{name}: the cut-off client's renewals failed");
     }

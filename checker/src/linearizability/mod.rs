@@ -1,4 +1,4 @@
-//! Linearizability against a sequential model, porcupine-class (DESIGN.md, property 4).
+//! Linearizability against a sequential model, porcupine-class (docs/architecture.md, "Checker properties").
 //!
 //! - `model.rs`: what a model is (spec); `models/`: mutex, register, cas-register, kv;
 //! - `pairing.rs`: events → operations (invoke + completion per client process);
