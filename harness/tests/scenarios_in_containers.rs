@@ -2,6 +2,10 @@
 //! short time limits, plus the two ways a run can be cut short: a worker that dies, and Ctrl-C;
 //! and a latency scenario, which runs where the kernel has netem and is refused where not.
 //! All cases run in parallel: every run has its own network, containers and run id.
+//!
+//! Over 400 lines: half of it is the table of cases (one per scenario, each with its check);
+//! the other tests (latency, matrix and JUnit, the report in Chromium, clean) share its helpers
+//! for starting the binary and waiting for a run.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
