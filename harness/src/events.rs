@@ -37,7 +37,8 @@ pub enum Event {
 }
 
 /// The stages of one run, in order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Stage {
     /// The node image is checked (and built when missing or out of date).
     Image,
@@ -53,21 +54,7 @@ pub enum Stage {
 
 impl Stage {
     pub fn name(self) -> &'static str {
-        match self {
-            Stage::Image => "image",
-            Stage::Provision => "provision",
-            Stage::Workload => "workload",
-            Stage::Stop => "stop",
-            Stage::Teardown => "teardown",
-            Stage::Check => "check",
-            Stage::Report => "report",
-        }
-    }
-}
-
-impl fmt::Display for Stage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        self.into()
     }
 }
 

@@ -3,7 +3,6 @@
 use crate::{Expectation, Outcome};
 use checker::CheckResults;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct RunResults {
@@ -42,8 +41,9 @@ pub struct WorkerStatus {
 }
 
 /// How a worker's run ended.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, strum::Display, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum WorkerFate {
     /// Exited 0 after its last round.
     Finished,
@@ -55,16 +55,6 @@ pub enum WorkerFate {
 
 impl WorkerFate {
     pub fn name(self) -> &'static str {
-        match self {
-            WorkerFate::Finished => "finished",
-            WorkerFate::Died => "died",
-            WorkerFate::Killed => "killed",
-        }
-    }
-}
-
-impl fmt::Display for WorkerFate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        self.into()
     }
 }

@@ -2,11 +2,11 @@
 
 use checker::{Event, Process, Verdict};
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// What a run showed about the lock.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, strum::Display, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Outcome {
     /// The resource's record shows the lock failed to protect it.
     Violation,
@@ -27,23 +27,14 @@ impl Outcome {
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Violation => "violation",
-            Outcome::Safe => "safe",
-            Outcome::Unknown => "unknown",
-        }
-    }
-}
-
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        self.into()
     }
 }
 
 /// What a scenario says its runs should show.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, strum::Display, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Expectation {
     Violation,
     Safe,
@@ -56,22 +47,14 @@ impl Expectation {
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Expectation::Violation => "violation",
-            Expectation::Safe => "safe",
-        }
-    }
-}
-
-impl fmt::Display for Expectation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        self.into()
     }
 }
 
 /// What a nemesis event records about its fault: the event's `value` in the history.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum FaultPhase {
     /// The fault was injected (or an injection was attempted: see the event's `error`).
     Start,
@@ -83,11 +66,7 @@ pub enum FaultPhase {
 
 impl FaultPhase {
     pub fn name(self) -> &'static str {
-        match self {
-            FaultPhase::Start => "start",
-            FaultPhase::Stop => "stop",
-            FaultPhase::Skipped => "skipped",
-        }
+        self.into()
     }
 
     /// The phase a history event records, when it is a nemesis event with one.
@@ -105,12 +84,6 @@ impl From<FaultPhase> for serde_json::Value {
     }
 }
 
-impl fmt::Display for FaultPhase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +94,8 @@ mod tests {
         assert_eq!(serde_json::to_string(&Outcome::Unknown).unwrap(), "\"unknown\"");
         assert_eq!(serde_json::from_str::<Expectation>("\"violation\"").unwrap(), Expectation::Violation);
         assert_eq!(serde_json::Value::from(FaultPhase::Stop), serde_json::json!("stop"));
+        // Display and name() say the same words as serde.
+        assert_eq!((Outcome::Unknown.to_string(), Expectation::Safe.name()), ("unknown".to_string(), "safe"));
     }
 
     #[test]

@@ -28,8 +28,9 @@ pub struct Partition {
 }
 
 /// Jepsen's partition shapes over the backend's nodes (clients keep reaching every node).
-#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum PartitionShape {
     /// The target node loses every other node.
     Isolate,
@@ -42,11 +43,7 @@ pub enum PartitionShape {
 
 impl PartitionShape {
     pub fn name(self) -> &'static str {
-        match self {
-            PartitionShape::Isolate => "isolate",
-            PartitionShape::Halves => "halves",
-            PartitionShape::MajorityRing => "majority-ring",
-        }
+        self.into()
     }
 
     /// The fewest nodes the shape can split.

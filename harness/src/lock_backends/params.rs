@@ -3,8 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum BackendKind {
     /// One Redis server; SET key value NX PX ttl, release by Lua compare-and-delete.
     RedisSingle,
@@ -27,16 +28,7 @@ pub enum BackendKind {
 
 impl BackendKind {
     pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::RedisSingle => "redis-single",
-            BackendKind::Redlock => "redlock",
-            BackendKind::RedisSentinel => "redis-sentinel",
-            BackendKind::Etcd => "etcd",
-            BackendKind::PostgresSession => "postgres-session",
-            BackendKind::PostgresSessionPooler => "postgres-session-pooler",
-            BackendKind::PostgresXact => "postgres-xact",
-            BackendKind::PostgresXactReplicated => "postgres-xact-replicated",
-        }
+        self.into()
     }
 }
 
