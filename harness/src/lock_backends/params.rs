@@ -39,7 +39,8 @@ pub struct LockParams {
     pub ttl_ms: u64,
     #[serde(default = "defaults::acquire_timeout_ms")]
     pub acquire_timeout_ms: u64,
-    /// Delay between attempts while the lock is taken.
+    /// Delay between attempts while the lock is taken (etcd: only after a failed request; a
+    /// waiter watches the key ahead of it instead of polling).
     #[serde(default = "defaults::retry_ms")]
     pub retry_ms: u64,
     /// Redlock: how long to wait for one node before counting it as a no.

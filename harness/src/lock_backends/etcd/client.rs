@@ -1,23 +1,51 @@
-//! The etcd lock client: the recipe of etcd's own `concurrency.Mutex`, over the JSON gateway.
+//! The etcd lock client: what Go's `concurrency.Session` and `concurrency.Mutex` (etcd
+//! clientv3/concurrency) do, over the JSON gateway (gateway.rs), answers typed (messages.rs).
 //!
-//! acquire: grant a lease (TTL = lock.ttl_ms rounded up to whole seconds; etcd raises it to its
-//! minimum, 2 s with default election settings, and says so in the answer) and keep it alive
-//! from a background task every TTL/3; create `PREFIX/<lease id>` attached to the lease if it
-//! does not exist (one txn); then poll the prefix until our key has the lowest create_revision.
-//! The fencing token is that create_revision: etcd's revision counter only goes up, and a
+//! Session: one lease (TTL = lock.ttl_ms rounded up to whole seconds; etcd raises it to its
+//! minimum, 2 s with default election settings, and says so in the answer), granted by the first
+//! acquire and kept alive every TTL/3 over one long-lived keep-alive stream (a WebSocket, see
+//! gateway.rs) from a background task. The session outlives a lock: later acquires reuse it, and
+//! a new one is granted only once it is lost. It is lost when etcd answers a keep-alive with
+//! TTL 0 (the lease is gone) or when the lease's deadline passes without a confirmed renewal
+//! (as clientv3 closes the keep-alive channel, which ends Go's session): the deadline is the send
+//! time of the last renewal etcd confirmed plus the TTL, on CLOCK_MONOTONIC, which keeps running
+//! while the process is stopped.
+//!
+//! acquire, as `Mutex.Lock`: our key is `lockchaos/lock/<name>/<lease id in hex>`.
+//! 1. One txn: if our key does not exist, put it attached to the lease, else read it; either way
+//!    read the owner, the key under the prefix with the lowest create_revision. Our revision is
+//!    the txn's revision (put) or our key's create_revision (found). If the owner's
+//!    create_revision is ours, the lock is ours: one round trip once the session exists.
+//! 2. Otherwise wait for every key created before ours to go: read the last key with
+//!    create_revision < ours, watch it from that read's revision until a DELETE event, and again
+//!    until no such key is left. No polling; the pause between attempts (lock.retry_ms) is taken
+//!    only after a failed request.
+//! 3. Read our key again: gone means our session expired while we waited (Go's
+//!    `ErrSessionExpired`): refused. Otherwise the lock is ours.
+//!
+//! The fencing token is our key's create_revision: etcd's revision counter only goes up, and a
 //! waiter's key is created after every key ahead of it, so tokens rise in grant order.
-//! release: revoke the lease, which deletes the key; an unknown lease means it had expired.
 //!
-//! Session loss: the keep-alive task marks the session lost when etcd answers a keep-alive with
-//! TTL 0 (the lease is gone) or when the lease's deadline passes without a renewal (as clientv3
-//! does): the deadline is the send time of the last renewal etcd confirmed, plus the TTL, on
-//! CLOCK_MONOTONIC, which keeps running while the process is stopped.
+//! The wait ends at the acquire deadline (or when the session is lost); a failed attempt then
+//! deletes its key, as `Lock` does through `Unlock` on a cancelled context, so nobody waits
+//! behind it. If that delete fails too, the session is abandoned (no more renewals, lease
+//! revoked if etcd can be reached) so the key lives at most a TTL.
+//!
+//! release, as `Mutex.Unlock` with its ownership check (`IsOwner`): delete our key in a txn
+//! conditioned on its create_revision being the token. The lease is not revoked: the session
+//! stays for the next acquire. The key already gone means the lease expired and the lock was
+//! no longer ours (refused). A failed delete abandons the session, as above.
+//!
+//! Errors: a request that etcd answered with an error on the first member asked, or that no
+//! member would even take a connection for, was not applied (refused); one whose answer never
+//! came, or came only after another member may have applied it, may have been (unknown), as may
+//! one answered with something that is not etcd's answer.
 
-use super::gateway::{b64, int, prefix_end, unb64, Gateway, GatewayError};
+use super::gateway::{b64, prefix_end, Gateway, GatewayError, KeepAliveStream, StreamFailure};
+use super::messages::{AnswerError, EventType, LeaseGrantResponse, LeaseRevokeResponse, RangeResponse, TxnResponse, WatchResponse};
 use crate::lock_backends::LockParams;
 use crate::lock_backends::{Grant, LockClient, LockError};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,14 +54,42 @@ const ROOT: &str = "lockchaos/lock";
 
 /// The lease as the client sees it.
 struct SessionState {
-    lost: AtomicBool,
     /// When the lease expires unless renewed: confirmed renewal's send time + TTL.
     deadline: Mutex<Instant>,
+    /// Set once the session is known to be gone.
+    lost: tokio::sync::watch::Sender<bool>,
 }
 
 impl SessionState {
+    fn new(deadline: Instant) -> Self {
+        SessionState { deadline: Mutex::new(deadline), lost: tokio::sync::watch::Sender::new(false) }
+    }
+
+    fn deadline(&self) -> Instant {
+        *self.deadline.lock().unwrap()
+    }
+
     fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::Relaxed) || Instant::now() >= *self.deadline.lock().unwrap()
+        *self.lost.borrow() || Instant::now() >= self.deadline()
+    }
+
+    fn mark_lost(&self) {
+        self.lost.send_replace(true);
+    }
+
+    /// Returns once the session is lost: marked so, or its deadline passed (a local timer).
+    async fn until_lost(&self) {
+        let mut lost = self.lost.subscribe();
+        loop {
+            if self.is_lost() {
+                return;
+            }
+            let deadline = self.deadline();
+            tokio::select! {
+                _ = lost.wait_for(|l| *l) => return,
+                _ = tokio::time::sleep_until(deadline.into()) => {}
+            }
+        }
     }
 }
 
@@ -56,141 +112,296 @@ pub struct Client {
     session: Option<Session>,
 }
 
+/// Refused when etcd answered that it did not do it, else unknown.
+fn classify(what: &str, e: GatewayError) -> LockError {
+    if e.definitely_not_applied() {
+        LockError::Refused(format!("{what}: {e}"))
+    } else {
+        LockError::Unknown(format!("{what}: {e}"))
+    }
+}
+
+fn malformed(what: &str, e: AnswerError) -> LockError {
+    LockError::Unknown(format!("{what}: {e}"))
+}
+
+/// A range over every key under `prefix`, one key: the first (or last) created, optionally
+/// only among those created at or before `max_create_revision`.
+fn range_by_create(prefix: &str, order: &str, max_create_revision: Option<i64>) -> Value {
+    let mut range = json!({
+        "key": b64(prefix.as_bytes()),
+        "range_end": b64(&prefix_end(prefix)),
+        "sort_order": order,
+        "sort_target": "CREATE",
+        "limit": "1",
+    });
+    if let Some(max) = max_create_revision {
+        range["max_create_revision"] = json!(max.to_string());
+    }
+    range
+}
+
 impl Client {
     pub fn new(endpoints: &[String], lock: LockParams, op_timeout: Duration) -> Self {
         Client { gateway: Gateway::new(endpoints), lock, op_timeout, session: None }
     }
 
-    /// Ends the current session, if any: stops renewing and revokes the lease (best effort).
-    async fn abandon(&mut self) {
-        if let Some(session) = self.session.take() {
-            session.keep_alive.abort();
-            let _ = self.gateway.call("/v3/lease/revoke", &json!({"ID": session.lease.to_string()}), self.op_timeout).await;
+    /// The current session, or a new one when there is none or it is lost.
+    async fn session(&mut self) -> Result<(i64, Arc<SessionState>), LockError> {
+        if let Some(s) = &self.session {
+            if !s.state.is_lost() {
+                return Ok((s.lease, s.state.clone()));
+            }
         }
-    }
-
-    async fn try_acquire(&mut self, name: &str, deadline: Instant) -> Result<Grant, LockError> {
-        let retry = Duration::from_millis(self.lock.retry_ms.max(1));
-        // 1. A lease, kept alive from now on.
+        // A lost session's lease is gone, or about to be: nothing left to revoke.
+        self.session = None;
         let want_ttl = self.lock.ttl_ms.div_ceil(1000).max(1);
         let sent = Instant::now();
-        let granted = self
+        let granted: LeaseGrantResponse = self
             .gateway
             .call("/v3/lease/grant", &json!({"TTL": want_ttl.to_string()}), self.op_timeout)
             .await
             .map_err(|e| LockError::Refused(format!("lease grant failed: {e}")))?;
-        let (lease, ttl) = (int(&granted, "ID"), int(&granted, "TTL"));
-        if lease == 0 || ttl <= 0 {
-            return Err(LockError::Refused(format!("lease grant answered without a lease: {granted}")));
+        if granted.id == 0 || granted.ttl <= 0 || !granted.error.is_empty() {
+            return Err(LockError::Refused(format!("lease grant answered without a lease: {granted:?}")));
         }
-        let ttl = Duration::from_secs(ttl as u64);
-        let state = Arc::new(SessionState { lost: AtomicBool::new(false), deadline: Mutex::new(sent + ttl) });
-        let keep_alive = tokio::spawn(keep_alive(self.gateway.clone(), lease, ttl, state.clone()));
-        self.session = Some(Session { lease, state: state.clone(), keep_alive });
+        let ttl = Duration::from_secs(granted.ttl as u64);
+        let state = Arc::new(SessionState::new(sent + ttl));
+        let keep_alive = tokio::spawn(keep_alive(self.gateway.clone(), granted.id, ttl, state.clone()));
+        self.session = Some(Session { lease: granted.id, state: state.clone(), keep_alive });
+        Ok((granted.id, state))
+    }
 
-        // 2. Our key under the lock's prefix, created once (a retried txn finds it).
-        let prefix = format!("{ROOT}/{name}/");
-        let my_key = format!("{prefix}{lease:016x}");
+    /// Ends the session: stops renewing and, unless it is lost already, revokes the lease (best
+    /// effort), which deletes every key attached to it.
+    async fn abandon(&mut self) {
+        if let Some(session) = self.session.take() {
+            session.keep_alive.abort();
+            if !session.state.is_lost() {
+                let revoke = json!({"ID": session.lease.to_string()});
+                if let Err(e) = self.gateway.call::<LeaseRevokeResponse>("/v3/lease/revoke", &revoke, self.op_timeout).await {
+                    tracing::debug!(lease = session.lease, "revoking an abandoned lease: {e}");
+                }
+            }
+        }
+    }
+
+    /// After a failed attempt: deletes our key so nobody waits behind it (Go's Lock does this
+    /// through Unlock); if that fails, abandons the session so the key goes with the lease.
+    async fn clean_up(&mut self, my_key: &str, state: &SessionState) {
+        if state.is_lost() {
+            self.session = None;
+            return;
+        }
+        let delete = json!({"key": b64(my_key.as_bytes())});
+        if let Err(e) = self.gateway.call::<Value>("/v3/kv/deleterange", &delete, self.op_timeout).await {
+            tracing::debug!("deleting our lock key after a failed acquire: {e}; abandoning the session");
+            self.abandon().await;
+        }
+    }
+
+    /// `Mutex.Lock`: steps 1-3 of the module comment.
+    async fn lock(&self, prefix: &str, my_key: &str, lease: i64, state: &SessionState, deadline: Instant) -> Result<Grant, LockError> {
         let k = b64(my_key.as_bytes());
+        let owner = range_by_create(prefix, "ASCEND", None);
         let txn = json!({
             "compare": [{"key": k, "target": "CREATE", "result": "EQUAL", "create_revision": "0"}],
-            "success": [{"request_put": {"key": k, "value": "", "lease": lease.to_string()}}],
-            "failure": [{"request_range": {"key": k}}],
+            "success": [{"request_put": {"key": k, "value": "", "lease": lease.to_string()}}, {"request_range": owner}],
+            "failure": [{"request_range": {"key": k}}, {"request_range": owner}],
         });
-        let answer = self.gateway.call("/v3/kv/txn", &txn, self.op_timeout).await.map_err(unknown("creating the lock key"))?;
-        let token = if answer.get("succeeded").and_then(Value::as_bool).unwrap_or(false) {
-            int(&answer["header"], "revision")
+        let answer: TxnResponse =
+            self.gateway.call("/v3/kv/txn", &txn, self.op_timeout).await.map_err(|e| classify("creating the lock key", e))?;
+        let my_rev = if answer.succeeded {
+            answer.header.revision
         } else {
-            answer["responses"][0]["response_range"]["kvs"].get(0).map(|kv| int(kv, "create_revision")).unwrap_or(0)
+            let found = answer.range(0).map_err(|e| malformed("creating the lock key", e))?;
+            found.kvs.first().map_or(0, |kv| kv.create_revision)
         };
-        if token <= 0 {
-            return Err(LockError::Unknown(format!("lock key not created and not found: {answer}")));
+        if my_rev <= 0 {
+            return Err(LockError::Unknown(format!("the lock key's revision is not in etcd's answer: {answer:?}")));
+        }
+        let owner = answer.range(1).map_err(|e| malformed("reading the lock's owner", e))?;
+        let Some(owner) = owner.kvs.first() else {
+            return Err(LockError::Unknown(format!("no key under the prefix, not even ours, in etcd's answer: {answer:?}")));
+        };
+        let grant = |state: &SessionState| Grant {
+            token: Some(my_rev as u64),
+            validity: state.deadline().saturating_duration_since(Instant::now()),
+            secret: my_key.to_string(),
+        };
+        if owner.create_revision == my_rev {
+            return Ok(grant(state));
         }
 
-        // 3. Wait until ours is the oldest key under the prefix.
-        let oldest = json!({
-            "key": b64(prefix.as_bytes()),
-            "range_end": b64(&prefix_end(&prefix)),
-            "sort_target": "CREATE",
-            "sort_order": "ASCEND",
-            "limit": "1",
-        });
+        let waited = tokio::time::timeout_at(deadline.into(), async {
+            tokio::select! {
+                waited = self.wait_deletes(prefix, my_rev - 1) => waited,
+                _ = state.until_lost() => Err(LockError::Refused("the session was lost while waiting for the lock".into())),
+            }
+        })
+        .await;
+        match waited {
+            Err(_) => return Err(LockError::Refused("lock held by another client: not our turn within the acquire timeout".into())),
+            Ok(Err(e)) => return Err(e),
+            Ok(Ok(())) => {}
+        }
+
+        let mine: RangeResponse = self
+            .gateway
+            .call("/v3/kv/range", &json!({"key": k}), self.op_timeout)
+            .await
+            .map_err(|e| LockError::Unknown(format!("reading our lock key after the wait: {e}")))?;
+        match mine.kvs.first() {
+            Some(kv) if kv.create_revision == my_rev => Ok(grant(state)),
+            _ => {
+                state.mark_lost();
+                Err(LockError::Refused("our lock key is gone after the wait: the session expired".into()))
+            }
+        }
+    }
+
+    /// Go's `waitDeletes`: returns once no key under `prefix` created at or before
+    /// `max_create_revision` is left. Failed requests are retried after lock.retry_ms; the
+    /// caller bounds the whole wait.
+    async fn wait_deletes(&self, prefix: &str, max_create_revision: i64) -> Result<(), LockError> {
+        let before_me = range_by_create(prefix, "DESCEND", Some(max_create_revision));
+        let pause = Duration::from_millis(self.lock.retry_ms.max(1));
         loop {
-            if state.is_lost() {
-                return Err(LockError::Refused("lease lost while waiting for the lock".into()));
+            let last: RangeResponse = match self.gateway.call("/v3/kv/range", &before_me, self.op_timeout).await {
+                Ok(answer) => answer,
+                Err(e @ GatewayError::Malformed(_)) => return Err(LockError::Refused(format!("waiting for the lock: {e}"))),
+                Err(e) => {
+                    tracing::debug!("reading the keys ahead of ours: {e}");
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
+            };
+            let Some(ahead) = last.kvs.first() else {
+                return Ok(());
+            };
+            if last.header.revision <= 0 {
+                return Err(LockError::Refused(format!("a range answer without its revision: {last:?}")));
             }
-            match self.gateway.call("/v3/kv/range", &oldest, self.op_timeout).await {
-                Ok(v) => match v["kvs"].get(0) {
-                    Some(kv) if unb64(kv["key"].as_str().unwrap_or_default()) == my_key.as_bytes() => {
-                        let validity = state.deadline.lock().unwrap().saturating_duration_since(Instant::now());
-                        return Ok(Grant { token: Some(token as u64), validity, secret: lease.to_string() });
+            if let Err(e) = self.wait_delete(&ahead.key, last.header.revision).await {
+                tracing::debug!("watching the key ahead of ours: {e}");
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+
+    /// Go's `waitDelete`: watches `key` from `revision` until it is deleted.
+    async fn wait_delete(&self, key: &[u8], revision: i64) -> Result<(), String> {
+        let mut watch = self.gateway.watch(key, revision, self.op_timeout).await.map_err(|e| e.to_string())?;
+        loop {
+            match watch.next::<WatchResponse>().await {
+                Ok(w) if w.canceled => {
+                    return Err(format!("watch cancelled ({}; compacted at {})", w.cancel_reason, w.compact_revision));
+                }
+                Ok(w) => {
+                    if w.events.iter().any(|e| e.kind == EventType::Delete) {
+                        return Ok(());
                     }
-                    Some(_) => {}
-                    None => return Err(LockError::Refused("lock key gone while waiting (lease expired)".into())),
-                },
-                Err(e) => tracing::debug!("etcd range failed: {e}"),
+                }
+                Err(e) => {
+                    self.gateway.failed(watch.member);
+                    return Err(e.to_string());
+                }
             }
-            if Instant::now() + retry > deadline {
-                return Err(LockError::Refused("lock held by another client".into()));
-            }
-            tokio::time::sleep(retry).await;
         }
     }
 }
 
-fn unknown(what: &'static str) -> impl Fn(GatewayError) -> LockError {
-    move |e| LockError::Unknown(format!("{what}: {e}"))
-}
-
-/// Renews the lease every TTL/3 until etcd says it is gone or its deadline passes.
+/// Renews the lease every TTL/3 over one keep-alive stream until etcd says it is gone or its
+/// deadline passes; after a failed or unanswered renewal the stream is opened again on the
+/// next member and the renewal repeated at once.
 async fn keep_alive(gateway: Gateway, lease: i64, ttl: Duration, state: Arc<SessionState>) {
     let every = ttl / 3;
     let attempt_timeout = every.max(Duration::from_millis(300));
+    let pause = every.min(Duration::from_millis(100));
+    let mut stream: Option<KeepAliveStream> = gateway.keep_alive_stream(attempt_timeout).await.ok();
+    // The grant counts as the first renewal.
+    let mut next = Instant::now() + every;
     loop {
-        tokio::time::sleep(every).await;
+        tokio::time::sleep_until(next.into()).await;
         if state.is_lost() {
             break;
         }
+        if stream.is_none() {
+            match gateway.keep_alive_stream(attempt_timeout).await {
+                Ok(s) => stream = Some(s),
+                Err(e) => {
+                    tracing::debug!(lease, "opening the keep-alive stream: {e}");
+                    next = Instant::now() + pause;
+                    continue;
+                }
+            }
+        }
+        let Some(open) = stream.as_mut() else {
+            continue;
+        };
         let sent = Instant::now();
-        match gateway.call("/v3/lease/keepalive", &json!({"ID": lease.to_string()}), attempt_timeout).await {
-            Ok(v) => {
-                let left = int(&v, "TTL");
-                if left <= 0 {
+        let failure = match tokio::time::timeout(attempt_timeout, open.renew(lease)).await {
+            Ok(Ok(answer)) if answer.id == lease => {
+                if answer.ttl <= 0 {
                     tracing::info!(lease, "etcd lease expired: session lost");
                     break;
                 }
-                *state.deadline.lock().unwrap() = sent + Duration::from_secs(left as u64);
+                let left = Duration::from_secs(answer.ttl as u64);
+                *state.deadline.lock().unwrap() = sent + left;
+                next = Instant::now() + left / 3;
+                continue;
             }
-            Err(e) if e.is_not_found() => break,
-            Err(e) => tracing::debug!(lease, "keep-alive failed: {e}"),
-        }
+            Ok(Ok(answer)) => format!("an answer for another lease: {answer:?}"),
+            Ok(Err(StreamFailure::Answer(AnswerError::Etcd { code: 5, message }))) => {
+                tracing::info!(lease, "etcd lease not found ({message}): session lost");
+                break;
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {attempt_timeout:?}"),
+        };
+        tracing::debug!(lease, "keep-alive failed: {failure}");
+        gateway.failed(open.member);
+        stream = None;
+        next = Instant::now();
     }
-    state.lost.store(true, Ordering::Relaxed);
+    state.mark_lost();
 }
 
 #[async_trait::async_trait]
 impl LockClient for Client {
     async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError> {
-        self.abandon().await;
-        let result = self.try_acquire(key, Instant::now() + timeout).await;
+        let deadline = Instant::now() + timeout;
+        let (lease, state) = self.session().await?;
+        let prefix = format!("{ROOT}/{key}/");
+        let my_key = format!("{prefix}{lease:x}");
+        let result = self.lock(&prefix, &my_key, lease, &state, deadline).await;
         if result.is_err() {
-            // Not ours: revoking the lease deletes our key, so no one waits behind it.
-            self.abandon().await;
+            self.clean_up(&my_key, &state).await;
         }
         result
     }
 
     async fn release(&mut self, _key: &str, grant: &Grant) -> Result<(), LockError> {
-        if let Some(session) = self.session.take() {
-            session.keep_alive.abort();
-        }
-        let revoke = json!({"ID": grant.secret});
-        match self.gateway.call("/v3/lease/revoke", &revoke, self.op_timeout).await {
-            Ok(_) => Ok(()),
-            Err(GatewayError::Etcd { code: 5, after_failures: false, .. }) => {
-                Err(LockError::Refused("lease already expired: the lock was no longer ours".into()))
+        let k = b64(grant.secret.as_bytes());
+        let token = grant.token.unwrap_or(0).to_string();
+        let txn = json!({
+            "compare": [{"key": k, "target": "CREATE", "result": "EQUAL", "create_revision": token}],
+            "success": [{"request_delete_range": {"key": k}}],
+        });
+        match self.gateway.call::<TxnResponse>("/v3/kv/txn", &txn, self.op_timeout).await {
+            Ok(answer) if answer.succeeded => Ok(()),
+            Ok(_) => {
+                // Only the lease's expiry deletes our key behind our back.
+                if let Some(session) = &self.session {
+                    session.state.mark_lost();
+                }
+                Err(LockError::Refused("the lock key was gone: the lease had expired, the lock was no longer ours".into()))
             }
-            Err(e) => Err(LockError::Unknown(format!("lease revoke: {e}"))),
+            Err(e) => {
+                // The key may still be there: let it go with the lease.
+                self.abandon().await;
+                Err(classify("deleting the lock key", e))
+            }
         }
     }
 
@@ -198,3 +409,6 @@ impl LockClient for Client {
         self.session.as_ref().is_some_and(|s| s.state.is_lost())
     }
 }
+
+#[cfg(test)]
+mod tests;
