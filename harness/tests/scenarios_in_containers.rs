@@ -45,6 +45,11 @@ fn ok_if(cond: bool, what: String) -> Result<(), String> {
     cond.then_some(()).ok_or(what)
 }
 
+/// The check of most violation scenarios: the resource lost acknowledged updates.
+fn lost_updates(r: &Value) -> Result<(), String> {
+    ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
+}
+
 const CASES: &[Case] = &[
     Case {
         scenario: "redis-single-baseline",
@@ -58,15 +63,7 @@ const CASES: &[Case] = &[
             )
         },
     },
-    Case {
-        scenario: "redis-single-pause",
-        secs: 12,
-        disturb: Disturb::Nothing,
-        exit: 0,
-        check: |r| {
-            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-        },
-    },
+    Case { scenario: "redis-single-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
     Case {
         scenario: "redlock-baseline",
         secs: 6,
@@ -76,33 +73,9 @@ const CASES: &[Case] = &[
             ok_if(r["outcome"] == "safe" && rs(r)["accepted_writes"].as_u64() > Some(5), format!("expected safe with writes: {}", rs(r)))
         },
     },
-    Case {
-        scenario: "redlock-pause",
-        secs: 12,
-        disturb: Disturb::Nothing,
-        exit: 0,
-        check: |r| {
-            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-        },
-    },
-    Case {
-        scenario: "redlock-clock-jump",
-        secs: 12,
-        disturb: Disturb::Nothing,
-        exit: 0,
-        check: |r| {
-            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-        },
-    },
-    Case {
-        scenario: "postgres-session-pooler",
-        secs: 10,
-        disturb: Disturb::Nothing,
-        exit: 0,
-        check: |r| {
-            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-        },
-    },
+    Case { scenario: "redlock-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
+    Case { scenario: "redlock-clock-jump", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
+    Case { scenario: "postgres-session-pooler", secs: 10, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
     Case {
         scenario: "etcd-pause-fenced",
         secs: 12,
@@ -115,24 +88,8 @@ const CASES: &[Case] = &[
             )
         },
     },
-    Case {
-        scenario: "redis-sentinel-failover",
-        secs: 12,
-        disturb: Disturb::Nothing,
-        exit: 0,
-        check: |r| {
-            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-        },
-    },
-    Case {
-        scenario: "redis-single-restart-no-persistence",
-        secs: 10,
-        disturb: Disturb::Nothing,
-        exit: 0,
-        check: |r| {
-            ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
-        },
-    },
+    Case { scenario: "redis-sentinel-failover", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
+    Case { scenario: "redis-single-restart-no-persistence", secs: 10, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
     Case {
         scenario: "redis-single-partition",
         secs: 12,
