@@ -7,7 +7,11 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
 struct Tail {
+    /// The member the process runs as (`client-2`).
+    member: String,
     path: PathBuf,
+    /// The process is gone: its late lines change no phase.
+    gone: bool,
     offset: u64,
     partial: String,
 }
@@ -26,6 +30,7 @@ pub enum Phase {
     Checked,
 }
 
+#[derive(Default)]
 pub struct LiveHistory {
     tails: BTreeMap<u64, Tail>,
     phases: BTreeMap<u64, Phase>,
@@ -36,9 +41,26 @@ pub struct LiveHistory {
 }
 
 impl LiveHistory {
-    pub fn new(files: impl IntoIterator<Item = (u64, PathBuf)>) -> Self {
-        let tails = files.into_iter().map(|(p, path)| (p, Tail { path, offset: 0, partial: String::new() })).collect();
-        LiveHistory { tails, phases: BTreeMap::new(), entered_at: BTreeMap::new(), acquired_at: BTreeMap::new() }
+    pub fn new() -> Self {
+        LiveHistory { tails: BTreeMap::new(), phases: BTreeMap::new(), entered_at: BTreeMap::new(), acquired_at: BTreeMap::new() }
+    }
+
+    /// Follows a client process from now on: its member's name and its event file.
+    pub fn add(&mut self, process: u64, member: &str, events: PathBuf) {
+        self.tails.insert(process, Tail { member: member.to_string(), path: events, gone: false, offset: 0, partial: String::new() });
+    }
+
+    /// A process that is gone (killed, exited) holds nothing and is in no section any more.
+    pub fn forget(&mut self, process: u64) {
+        self.phases.remove(&process);
+        if let Some(tail) = self.tails.get_mut(&process) {
+            tail.gone = true;
+        }
+    }
+
+    /// The member a process runs as.
+    pub fn member(&self, process: u64) -> Option<&str> {
+        self.tails.get(&process).map(|t| t.member.as_str())
     }
 
     /// Reads what the workers appended since the last poll and updates their phases.
@@ -57,6 +79,9 @@ impl LiveHistory {
             while let Some(nl) = tail.partial.find('\n') {
                 let line: String = tail.partial.drain(..=nl).collect();
                 if let Ok(ev) = serde_json::from_str::<Event>(line.trim_end()) {
+                    if tail.gone {
+                        continue;
+                    }
                     let phase = self.phases.entry(*process).or_default();
                     let next = next_phase(*phase, &ev);
                     if next != *phase {
@@ -121,7 +146,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("client-1.jsonl");
         let mut f = std::fs::File::create(&path).unwrap();
-        let mut live = LiveHistory::new([(1, path.clone())]);
+        let mut live = LiveHistory::new();
+        live.add(1, "client-1", path.clone());
         let line = |t: &str, f: &str| format!("{{\"time\":1,\"process\":1,\"type\":\"{t}\",\"f\":\"{f}\"}}\n");
         write!(f, "{}{}", line("invoke", "acquire"), line("ok", "acquire")).unwrap();
         assert_eq!(live.poll().len(), 2);
@@ -147,5 +173,23 @@ mod tests {
         live.poll();
         assert_eq!(live.phase(1), Phase::Idle);
         assert_eq!(live.acquired_since(0), Vec::<u64>::new(), "released");
+    }
+
+    #[test]
+    fn a_forgotten_process_holds_nothing_even_when_its_last_lines_arrive_late() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("client-1.jsonl");
+        let mut f = std::fs::File::create(&path).unwrap();
+        let mut live = LiveHistory::new();
+        live.add(3, "client-1", path.clone());
+        let line = |t: &str, f: &str| format!("{{\"time\":1,\"process\":3,\"type\":\"{t}\",\"f\":\"{f}\"}}\n");
+        write!(f, "{}", line("invoke", "acquire")).unwrap();
+        live.poll();
+        assert_eq!(live.member(3), Some("client-1"));
+        // Killed right after its grant, before the poll saw it.
+        write!(f, "{}{}", line("ok", "acquire"), line("ok", "read")).unwrap();
+        live.forget(3);
+        live.poll();
+        assert_eq!((live.phase(3), live.acquired_since(0)), (Phase::Idle, vec![]));
     }
 }

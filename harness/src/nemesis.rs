@@ -1,20 +1,27 @@
-//! The nemesis: applies the planned faults while the workload runs, reacting to live client
-//! phases for `holder` targets, and heals everything still active at the end.
+//! The nemesis: applies the planned faults while the workload runs, reacting to the clients'
+//! live phases for triggered steps, and heals everything still active at the end.
+//!
+//! A run never claims more than it saw: a planned fault that did not take effect (its injection
+//! failed, its trigger never held while the workload lasted, its target could not be found, the
+//! same fault was already on) is recorded in the history (`skipped`, or `start` with its error)
+//! and named in [`Nemesis::not_applied`], and the run's outcome is then unknown.
 
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
 use crate::events::FaultChange;
-use crate::faults::{FaultContext, Injection};
+use crate::faults::{Fault, FaultContext, Injection};
 use crate::live_history::{LiveHistory, Phase};
 use crate::scenario::Trigger;
 use crate::schedule::PlannedFault;
 use crate::target::Target;
 use checker::{Event, EventType, Process};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use results::FaultPhase;
 use std::collections::VecDeque;
 
-/// How long a `holder` or `when = "in-section"` step waits for a client to enter its section.
-const HOLDER_WAIT_MS: u64 = 5000;
+/// How long a `leader` step waits for the servers to have one (an election may be under way).
+const LEADER_WAIT_MS: u64 = 5000;
 
 struct Active {
     injection: Injection,
@@ -25,21 +32,53 @@ pub struct Nemesis {
     pending: VecDeque<PlannedFault>,
     /// Run time (ns) at which the workload started: steps' at_ms count from there.
     workload_start_ns: u64,
-    /// at_ms of the last triggered step that fired, and the clients in section then.
+    /// at_ms of the last triggered step that fired, and the client processes in section then.
     fired_group: Option<u64>,
     group_holders: Vec<u64>,
     active: Vec<Active>,
+    /// Draws a live target again when the one drawn at plan time is down.
+    rng: StdRng,
+    clients: u32,
+    nodes: u32,
+    not_applied: Vec<String>,
     log: EventLog,
     clock: RunClock,
 }
 
+/// Why a step could not fire yet, or at all.
+enum Resolve {
+    Target(String),
+    /// Not yet: a trigger that has not held, a leader being elected.
+    Wait,
+    /// Never: the reason.
+    Give(String),
+}
+
 impl Nemesis {
-    pub fn new(plan: Vec<PlannedFault>, log: EventLog, clock: RunClock) -> Self {
-        Nemesis { pending: plan.into(), workload_start_ns: 0, fired_group: None, group_holders: vec![], active: vec![], log, clock }
+    pub fn new(plan: Vec<PlannedFault>, log: EventLog, clock: RunClock, seed: u64, clients: u32, nodes: u32) -> Self {
+        Nemesis {
+            pending: plan.into(),
+            workload_start_ns: 0,
+            fired_group: None,
+            group_holders: vec![],
+            active: vec![],
+            // Its own stream, so redraws do not shift the plan's draws.
+            rng: StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7321),
+            clients,
+            nodes,
+            not_applied: vec![],
+            log,
+            clock,
+        }
     }
 
     pub fn set_workload_start(&mut self, run_time_ns: u64) {
         self.workload_start_ns = run_time_ns;
+    }
+
+    /// The planned faults that did not take effect, each naming its step and why.
+    pub fn not_applied(&self) -> &[String] {
+        &self.not_applied
     }
 
     /// Starts due faults and heals expired ones; `now_ms` counts from the workload's start.
@@ -58,80 +97,158 @@ impl Nemesis {
             if step.at_ms > now_ms {
                 break;
             }
-            // A section-triggered step fires when a client *enters* its critical section after
-            // the step fell due, so the fault gets the whole section (work_ms), not its tail.
-            // Steps due at the same time share one trigger: they fire together.
-            let trigger = match step.when {
-                None if step.target == Target::Holder => Some(Trigger::InSection),
-                when => when,
-            };
-            let triggered = trigger.is_some();
-            let since = self.workload_start_ns + step.at_ms * 1_000_000;
-            let section: Vec<u64> = match trigger {
-                None => vec![],
-                Some(_) if self.fired_group == Some(step.at_ms) => self.group_holders.clone(),
-                Some(Trigger::Acquired) => live.acquired_since(since),
-                Some(Trigger::InSection) => live.entered_since(Phase::InSection, since),
-                Some(Trigger::AfterCheck) => live.entered_since(Phase::Checked, since),
-            };
-            let section: Vec<u64> = section.into_iter().filter(|c| step.by.is_none_or(|b| b == *c)).collect();
-            let waiting = triggered && section.is_empty();
-            let target = match &step.target {
-                _ if waiting => None,
-                Target::Client(k) => Some(format!("client-{k}")),
-                Target::Node(k) => Some(format!("n{k}")),
-                Target::Leader => match ctx.backend.leader() {
-                    Ok(leader) => leader.leader(ctx.cluster).await?,
-                    Err(why) => anyhow::bail!("target leader: {why}"),
-                },
-                Target::Holder => section.first().map(|c| format!("client-{c}")),
-                Target::AllNodes => Some("nodes".into()),
-                Target::RandomClient | Target::RandomNode => unreachable!("schedule::plan draws random targets"),
-            };
-            let Some(target) = target else {
-                if now_ms < step.at_ms + HOLDER_WAIT_MS {
-                    break; // wait for a holder; later steps wait behind this one
+            let (trigger, section) = self.section(&step, live);
+            let target = match self.resolve(ctx, &step, trigger, &section, live, now_ms).await? {
+                Resolve::Wait => break, // later steps wait behind this one
+                Resolve::Give(why) => {
+                    self.pending.pop_front();
+                    self.skip(&step, "none", why)?;
+                    continue;
                 }
-                self.pending.pop_front();
-                let injection = Injection { fault: step.fault.clone(), target: "none".into() };
-                let why = if triggered {
-                    let who = step.by.map_or("no client".to_string(), |b| format!("client-{b} never"));
-                    let what = match trigger {
-                        Some(Trigger::Acquired) => "was granted the lock",
-                        Some(Trigger::AfterCheck) => "checked its lock before a write",
-                        _ => "entered its critical section",
-                    };
-                    format!("{who} {what} within {HOLDER_WAIT_MS} ms")
-                } else {
-                    format!("no {} found within {HOLDER_WAIT_MS} ms", step.target)
-                };
-                self.record(&injection, FaultPhase::Skipped, Some(why))?;
-                continue;
+                Resolve::Target(target) => target,
             };
             self.pending.pop_front();
-            if triggered {
+            if trigger.is_some() {
                 self.fired_group = Some(step.at_ms);
                 self.group_holders = section;
             }
-            let injection = Injection { fault: step.fault, target };
+            let injection = Injection { fault: step.fault.clone(), target };
             if self.active.iter().any(|a| a.injection == injection) {
-                self.record(&injection, FaultPhase::Skipped, Some("already active".into()))?;
+                self.skip(&step, &injection.target, "the same fault is already on".into())?;
                 continue;
             }
-            changes.push(self.inject(ctx, &injection).await?);
+            let change = self.inject(ctx, &injection).await?;
+            if let Some(e) = &change.error {
+                self.not_applied.push(describe(&step, &injection.target, &format!("its injection failed: {e}")));
+            }
+            changes.push(change);
             self.active.push(Active { injection, heal_at_ms: now_ms + step.duration_ms });
         }
         Ok(changes)
     }
 
-    /// Heals every active fault (end of the workload, error or abort) and drops pending ones.
-    pub async fn heal_all(&mut self, ctx: &FaultContext<'_>) -> anyhow::Result<Vec<FaultChange>> {
-        self.pending.clear();
+    /// The step's trigger (a `holder` target waits for a client in its section) and the client
+    /// processes that fire it now. A section-triggered step fires when a client *enters* its
+    /// critical section after the step fell due, so the fault gets the whole section (work_ms),
+    /// not its tail. Steps due at the same time share one trigger: they fire together.
+    fn section(&self, step: &PlannedFault, live: &LiveHistory) -> (Option<Trigger>, Vec<u64>) {
+        let trigger = match step.when {
+            None if step.target == Target::Holder => Some(Trigger::InSection),
+            when => when,
+        };
+        let since = self.workload_start_ns + step.at_ms * 1_000_000;
+        let section = match trigger {
+            None => vec![],
+            Some(_) if self.fired_group == Some(step.at_ms) => self.group_holders.clone(),
+            Some(Trigger::Acquired) => live.acquired_since(since),
+            Some(Trigger::InSection) => live.entered_since(Phase::InSection, since),
+            Some(Trigger::AfterCheck) => live.entered_since(Phase::Checked, since),
+        };
+        let by = step.by.map(|k| format!("client-{k}"));
+        let section = section.into_iter().filter(|c| by.is_none() || live.member(*c) == by.as_deref()).collect();
+        (trigger, section)
+    }
+
+    /// The member the step hits now, or why it cannot (yet).
+    async fn resolve(
+        &mut self,
+        ctx: &FaultContext<'_>,
+        step: &PlannedFault,
+        trigger: Option<Trigger>,
+        section: &[u64],
+        live: &LiveHistory,
+        now_ms: u64,
+    ) -> anyhow::Result<Resolve> {
+        if trigger.is_some() && section.is_empty() {
+            // A trigger waits as long as the workload lasts: a busy machine must not turn a
+            // late grant into a skipped fault. At the end, heal_all names it.
+            return Ok(Resolve::Wait);
+        }
+        let target = match &step.target {
+            Target::Client(k) => format!("client-{k}"),
+            Target::Node(k) => format!("n{k}"),
+            Target::AllNodes => "nodes".into(),
+            Target::Holder => match section.first().and_then(|c| live.member(*c)) {
+                Some(member) => member.to_string(),
+                None => return Ok(Resolve::Give("the client in its section is not one of the run's".into())),
+            },
+            Target::Leader => {
+                let leader = match ctx.backend.leader() {
+                    Ok(leader) => leader.leader(ctx.cluster).await?,
+                    Err(why) => return Ok(Resolve::Give(format!("no leader: {why}"))),
+                };
+                match leader {
+                    Some(node) => node,
+                    None if now_ms < step.at_ms + LEADER_WAIT_MS => return Ok(Resolve::Wait),
+                    None => return Ok(Resolve::Give(format!("no node led within {LEADER_WAIT_MS} ms"))),
+                }
+            }
+            Target::RandomClient | Target::RandomNode => unreachable!("schedule::plan draws random targets"),
+        };
+        if step.drawn_from.is_some() && !self.is_live(ctx, &target).await {
+            return Ok(match self.draw_live(ctx, &target).await {
+                Some(other) => Resolve::Target(other),
+                None => Resolve::Give(format!("{target} was drawn but is down, and so is every other candidate")),
+            });
+        }
+        Ok(Resolve::Target(target))
+    }
+
+    /// A client is live when its process runs; a node when no kill is on it.
+    async fn is_live(&self, ctx: &FaultContext<'_>, member: &str) -> bool {
+        if member.starts_with("client-") {
+            ctx.clients.is_live(member).await
+        } else {
+            !self.active.iter().any(|a| a.injection.target == member && matches!(a.injection.fault, Fault::Kill(_)))
+        }
+    }
+
+    /// Another member of the same kind as `down`, drawn among the live ones.
+    async fn draw_live(&mut self, ctx: &FaultContext<'_>, down: &str) -> Option<String> {
+        let candidates: Vec<String> = if down.starts_with("client-") {
+            (1..=self.clients).map(|k| format!("client-{k}")).collect()
+        } else {
+            (1..=self.nodes).map(|k| format!("n{k}")).collect()
+        };
+        let mut live = vec![];
+        for c in candidates {
+            if self.is_live(ctx, &c).await {
+                live.push(c);
+            }
+        }
+        (!live.is_empty()).then(|| live.swap_remove(self.rng.random_range(0..live.len())))
+    }
+
+    /// Heals every active fault (end of the workload, error or interruption) and drops the
+    /// steps not yet fired: those that were due never took effect, those not yet due were
+    /// past the end of this run.
+    pub async fn heal_all(&mut self, ctx: &FaultContext<'_>, now_ms: u64) -> anyhow::Result<Vec<FaultChange>> {
+        for step in std::mem::take(&mut self.pending) {
+            if step.at_ms <= now_ms {
+                let why = match (step.when, &step.target, step.by) {
+                    (Some(Trigger::Acquired), _, Some(k)) => format!("client-{k} was never granted the lock after it fell due"),
+                    (Some(Trigger::Acquired), _, None) => "no client was granted the lock after it fell due".into(),
+                    (Some(Trigger::AfterCheck), ..) => "no client checked its lock before a write after it fell due".into(),
+                    (Some(Trigger::InSection), ..) | (None, Target::Holder, _) => {
+                        "no client entered its critical section after it fell due".into()
+                    }
+                    _ => "it waited behind an earlier step that never fired".into(),
+                };
+                self.skip(&step, "none", format!("{why} (the workload ended at {now_ms} ms)"))?;
+            }
+        }
         let mut changes = vec![];
         for a in std::mem::take(&mut self.active) {
             changes.push(self.heal(ctx, &a.injection).await?);
         }
         Ok(changes)
+    }
+
+    /// Records a step that did not take effect.
+    fn skip(&mut self, step: &PlannedFault, target: &str, why: String) -> anyhow::Result<()> {
+        self.not_applied.push(describe(step, target, &why));
+        let injection = Injection { fault: step.fault.clone(), target: target.to_string() };
+        self.record(&injection, FaultPhase::Skipped, Some(why))
     }
 
     async fn inject(&mut self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<FaultChange> {
@@ -157,4 +274,10 @@ impl Nemesis {
         self.log.append(ev)?;
         Ok(())
     }
+}
+
+/// `nemesis.timeline[1] (clock-strobe on n1, due at 3000 ms) did not take effect: …`
+fn describe(step: &PlannedFault, target: &str, why: &str) -> String {
+    let on = if target == "none" { step.target.to_string() } else { target.to_string() };
+    format!("{} ({} on {on}, due at {} ms) did not take effect: {why}", step.origin, step.fault.name(), step.at_ms)
 }

@@ -17,8 +17,13 @@ pub struct PlannedFault {
     pub target: Target,
     pub duration_ms: u64,
     pub when: Option<Trigger>,
-    /// Only this client (process number) fires the trigger.
+    /// Only this client (`client-K`: K) fires the trigger.
     pub by: Option<u64>,
+    /// Where the step comes from, for messages: `nemesis.timeline[2]`, `nemesis.random`.
+    pub origin: String,
+    /// The target as written when it was drawn from the seed (`random-client`, `random-node`):
+    /// a drawn target that is down when the step fires is drawn again among the live ones.
+    pub drawn_from: Option<Target>,
 }
 
 pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, seed: u64) -> Vec<PlannedFault> {
@@ -29,7 +34,7 @@ pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, see
         other => other.clone(),
     };
     let mut plan: Vec<PlannedFault> = vec![];
-    for s in &nemesis.timeline {
+    for (i, s) in nemesis.timeline.iter().enumerate() {
         let target = draw(&s.target, &mut rng);
         let mut fault = s.fault.clone();
         for member in fault.action_mut().members_mut() {
@@ -39,7 +44,9 @@ pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, see
             Some(Target::Client(k)) => Some(k as u64),
             _ => None,
         };
-        plan.push(PlannedFault { at_ms: s.at_ms, fault, target, duration_ms: s.duration_ms, when: s.when, by });
+        let drawn_from = is_random(&s.target).then(|| s.target.clone());
+        let origin = format!("nemesis.timeline[{i}]");
+        plan.push(PlannedFault { at_ms: s.at_ms, fault, target, duration_ms: s.duration_ms, when: s.when, by, origin, drawn_from });
     }
     if let Some(r) = &nemesis.random {
         let mut at = r.start_ms;
@@ -47,12 +54,26 @@ pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, see
             let fault = r.faults[rng.random_range(0..r.faults.len())].clone();
             let duration_ms = rng.random_range(r.duration_ms[0]..=r.duration_ms[1]);
             let target = draw(&r.target, &mut rng);
-            plan.push(PlannedFault { at_ms: at, fault, target, duration_ms, when: None, by: None });
+            let drawn_from = is_random(&r.target).then(|| r.target.clone());
+            plan.push(PlannedFault {
+                at_ms: at,
+                fault,
+                target,
+                duration_ms,
+                when: None,
+                by: None,
+                origin: "nemesis.random".into(),
+                drawn_from,
+            });
             at += duration_ms + rng.random_range(r.interval_ms[0]..=r.interval_ms[1]);
         }
     }
     plan.sort_by_key(|p| p.at_ms);
     plan
+}
+
+fn is_random(t: &Target) -> bool {
+    matches!(t, Target::RandomClient | Target::RandomNode)
 }
 
 #[cfg(test)]
@@ -87,7 +108,17 @@ mod tests {
     #[test]
     fn random_faults_respect_ranges_and_do_not_overlap() {
         let p = plan(&nemesis(), 3, 5, 20_000, 42);
-        assert_eq!(p[0], PlannedFault { at_ms: 500, fault: pause(), target: Target::Holder, duration_ms: 100, when: None, by: None });
+        let first = PlannedFault {
+            at_ms: 500,
+            fault: pause(),
+            target: Target::Holder,
+            duration_ms: 100,
+            when: None,
+            by: None,
+            origin: "nemesis.timeline[0]".into(),
+            drawn_from: None,
+        };
+        assert_eq!(p[0], first);
         let random: Vec<_> = p.iter().filter(|f| f.target != Target::Holder).collect();
         assert!(random.len() > 10, "{random:?}");
         for w in random.windows(2) {
@@ -97,6 +128,7 @@ mod tests {
         for f in &random {
             assert!((100..=300).contains(&f.duration_ms) && f.at_ms < 20_000 && f.at_ms >= 1000);
             assert!(matches!(f.target, Target::Client(1..=3)));
+            assert_eq!((f.origin.as_str(), &f.drawn_from), ("nemesis.random", &Some(Target::RandomClient)));
         }
     }
 

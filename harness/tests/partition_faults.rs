@@ -3,24 +3,12 @@
 //! drops its packets, so every request waits out the client's own timeout. Both hand the lock
 //! to a second client while the first still believes it holds it.
 
+mod common;
+
 use checker::{Event, EventType, Process};
-use harness::events::{Event as RunEvent, EventSink, FaultChange, Reporter};
-use harness::run::RunOptions;
-use harness::{scenario_catalog, series};
+use harness::events::FaultChange;
 use results::{FaultPhase, Outcome};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// Collects the faults the run reports.
-struct Faults(Arc<Mutex<Vec<FaultChange>>>);
-
-impl Reporter for Faults {
-    fn report(&mut self, event: &RunEvent) {
-        if let RunEvent::Fault(change) = event {
-            self.0.lock().unwrap().push(change.clone());
-        }
-    }
-}
 
 /// A renew that did not succeed while its client was cut off: how long it took, and why.
 struct FailedRenew {
@@ -28,28 +16,12 @@ struct FailedRenew {
     error: String,
 }
 
-/// Runs `scenario` for 12 s through the library; returns its outcome, the faults reported as
-/// events, and the failed renewals of the client that was cut off.
+/// Runs `scenario` for 12 s; returns its outcome, the faults it reported and the failed
+/// renewals of the client that was cut off.
 async fn run(scenario: &str) -> (Outcome, Vec<FaultChange>, Vec<FailedRenew>) {
-    let store = tempfile::tempdir().unwrap();
-    let loaded = scenario_catalog::resolve(scenario).unwrap();
-    let opts = RunOptions {
-        store: store.path().to_path_buf(),
-        time_limit_secs: Some(12),
-        exe: Some(env!("CARGO_BIN_EXE_lockchaos").into()),
-        ..Default::default()
-    };
-    let faults = Arc::new(Mutex::new(vec![]));
-    let events = EventSink::new(vec![Box::new(Faults(faults.clone()))]);
-    let series = series::run_series(Arc::new(loaded), &opts, 1, &events).await;
-    assert!(series.error.is_none(), "{scenario}: {:?}", series.error);
-    let results = &series.runs[0];
-    assert!(results.warnings.is_empty(), "{scenario}: {:?}", results.warnings);
-
-    let run_dir = std::fs::read_link(store.path().join("latest")).unwrap();
-    let history = checker::read_history_file(&store.path().join(run_dir).join("history.jsonl")).unwrap().events;
-    let faults = faults.lock().unwrap().clone();
-    (results.outcome, faults, failed_renewals(&history))
+    let run = common::run(scenario, 12).await;
+    assert!(run.results.warnings.is_empty(), "{scenario}: {:?}", run.results.warnings);
+    (run.results.outcome, run.faults, failed_renewals(&run.history))
 }
 
 /// Pairs each client's renew invoke with its completion; keeps those that did not succeed.

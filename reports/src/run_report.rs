@@ -319,6 +319,13 @@ fn workers(r: &RunResults) -> Markup {
 
 fn warnings(r: &RunResults) -> Markup {
     html! {
+        @if !r.not_applied.is_empty() {
+            section id="not-applied" {
+                h2 { "Faults that did not take effect" }
+                p { "The run did not test what its scenario claims: its outcome is unknown." }
+                ul class="warnings" { @for n in &r.not_applied { li { (n) } } }
+            }
+        }
         section id="warnings" {
             h2 { "Warnings" }
             @if r.warnings.is_empty() {

@@ -53,6 +53,7 @@ fn run(scenario: &str, expect: Expectation, lose: bool) -> RunResults {
         interrupted: false,
         workers: vec![],
         warnings: vec![],
+        not_applied: vec![],
         properties,
     }
 }

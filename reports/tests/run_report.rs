@@ -98,6 +98,7 @@ fn results_for(history: &[Event], expect: Expectation) -> RunResults {
             })
             .collect(),
         warnings: vec![],
+        not_applied: vec![],
         properties,
     }
 }

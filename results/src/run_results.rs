@@ -24,8 +24,12 @@ pub struct RunResults {
     /// The run was stopped by Ctrl-C / SIGTERM or an error before its time limit.
     pub interrupted: bool,
     pub workers: Vec<WorkerStatus>,
-    /// Things a reader should know: truncated event files, faults that could not be applied, ...
+    /// Things a reader should know: truncated event files, faults that failed to heal, ...
     pub warnings: Vec<String>,
+    /// Planned faults that did not take effect, each naming its step and why. A run with any
+    /// is `unknown`: it did not test what its scenario claims.
+    #[serde(default)]
+    pub not_applied: Vec<String>,
     /// Each property's verdict, counts and evidence.
     pub properties: CheckResults,
 }

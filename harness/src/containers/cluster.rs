@@ -13,6 +13,7 @@ use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// What a container is for; also its label `lockchaos.role`, and its host-part address range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,13 +57,15 @@ pub struct Member {
     pub ip: Ipv4Addr,
 }
 
+/// Shared by reference among the run's tasks (the nemesis restarts members while the workload
+/// loop asks for their state), so its member list is behind a lock.
 pub struct Cluster {
     pub docker: Docker,
     pub run_id: String,
     pub network: String,
     /// First three octets of the run's /24.
     prefix: [u8; 3],
-    pub members: Vec<Member>,
+    members: Mutex<Vec<Member>>,
     image: String,
 }
 
@@ -92,7 +95,9 @@ impl Cluster {
                 ..Default::default()
             };
             match docker.create_network(req).await {
-                Ok(_) => return Ok(Cluster { docker, run_id: run_id.into(), network, prefix, members: vec![], image: image.into() }),
+                Ok(_) => {
+                    return Ok(Cluster { docker, run_id: run_id.into(), network, prefix, members: Mutex::new(vec![]), image: image.into() })
+                }
                 Err(e) if e.to_string().contains("overlap") => last_err = Some(e),
                 Err(e) => return Err(e).context("cannot create the run's Docker network"),
             }
@@ -118,15 +123,18 @@ impl Cluster {
         Self::host_octet(name).map(|o| self.ip(o)).with_context(|| format!("no address for `{name}` in this run"))
     }
 
-    pub fn member(&self, name: &str) -> anyhow::Result<&Member> {
-        self.members.iter().find(|m| m.name == name).with_context(|| format!("no container named {name} in this run"))
+    pub fn member(&self, name: &str) -> anyhow::Result<Member> {
+        let members = self.members.lock().expect("members lock");
+        members.iter().find(|m| m.name == name).cloned().with_context(|| format!("no container named {name} in this run"))
     }
 
     pub fn container_name(&self, name: &str) -> String {
         format!("lockchaos-{}-{name}", self.run_id)
     }
 
-    pub async fn start(&mut self, spec: ContainerSpec) -> anyhow::Result<Member> {
+    /// Creates and starts a member; a member of the same name that is already there (a worker
+    /// killed by a fault, now replaced) is removed first.
+    pub async fn start(&self, spec: ContainerSpec) -> anyhow::Result<Member> {
         let ip = self.ip(spec.host_octet);
         let labels = HashMap::from([
             (RUN_LABEL.to_string(), self.run_id.clone()),
@@ -160,6 +168,11 @@ impl Cluster {
             }),
             ..Default::default()
         };
+        if let Ok(old) = self.member(&spec.name) {
+            let opts = bollard::query_parameters::RemoveContainerOptions { force: true, v: true, ..Default::default() };
+            self.docker.remove_container(&old.id, Some(opts)).await.with_context(|| format!("cannot remove the old {}", spec.name))?;
+            self.members.lock().expect("members lock").retain(|m| m.name != spec.name);
+        }
         let name = self.container_name(&spec.name);
         let opts = CreateContainerOptions { name: Some(name.clone()), ..Default::default() };
         let created = self
@@ -169,7 +182,7 @@ impl Cluster {
             .with_context(|| format!("cannot create container {name} from image {}", self.image))?;
         self.docker.start_container(&created.id, None).await.with_context(|| format!("cannot start container {name}"))?;
         let member = Member { name: spec.name, role: spec.role, id: created.id, ip };
-        self.members.push(member.clone());
+        self.members.lock().expect("members lock").push(member.clone());
         Ok(member)
     }
 

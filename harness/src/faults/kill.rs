@@ -1,6 +1,8 @@
 //! Crash: SIGKILL the backend's server in a node, and start it again when the fault ends, so
-//! whatever it kept only in memory (a lock without persistence) is gone. On a worker, the
-//! container is killed for good: the run then reports that worker as died.
+//! whatever it kept only in memory (a lock without persistence) is gone. On a client, the whole
+//! client dies (its container's PID 1 is the client) and comes back when the fault ends as a
+//! new process, as Jepsen's processes do: the history shows the old process's last operations
+//! without completions and a new process number from then on.
 
 use super::{FaultAction, FaultContext};
 use crate::wait::{self, Probe};
@@ -33,6 +35,8 @@ impl FaultAction for Kill {
         if ctx.is_node(target)? {
             ctx.backend.start_node(ctx.cluster, target).await
         } else {
+            let process = ctx.clients.restart(target).await?;
+            tracing::info!(client = %target, process, "killed client started again");
             Ok(())
         }
     }

@@ -24,11 +24,22 @@ pub struct BackendView<'a> {
     pub setup: &'a dyn BackendSetup,
 }
 
-/// What a fault may act on at run time: the containers, and the backend (to find or restart
-/// its servers, and for its capabilities).
+/// What a fault may act on at run time: the containers, the backend (to find or restart its
+/// servers, and for its capabilities), and the run's clients (to start a killed one again).
 pub struct FaultContext<'a> {
     pub cluster: &'a Cluster,
     pub backend: &'a dyn BackendSetup,
+    pub clients: &'a dyn Clients,
+}
+
+/// The run's clients, as faults see them.
+#[async_trait::async_trait]
+pub trait Clients: Send + Sync {
+    /// Starts client `name` (`client-K`) again, as a new process in a new container at the same
+    /// address; returns the new process number.
+    async fn restart(&self, name: &str) -> anyhow::Result<u64>;
+    /// Whether client `name` has a process running now.
+    async fn is_live(&self, name: &str) -> bool;
 }
 
 impl FaultContext<'_> {

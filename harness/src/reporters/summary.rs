@@ -23,6 +23,9 @@ impl Reporter for Summary {
             }
             Event::RunFinished { iteration, runs, results, dir, .. } => {
                 println!("{}", run_line(&prefix(*iteration, *runs), results, &dir.join("report.html")));
+                for n in &results.not_applied {
+                    println!("  not applied: {n}");
+                }
                 for w in results.workers.iter().filter(|w| w.status != WorkerFate::Finished) {
                     println!("  worker {} {} (exit code {:?})", w.name, w.status, w.exit_code);
                 }

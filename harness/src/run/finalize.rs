@@ -72,6 +72,11 @@ pub fn check_and_report(
     if interrupted && outcome == Outcome::Safe {
         outcome = Outcome::Unknown;
     }
+    // A run whose faults did not all take effect did not test what the scenario claims, whatever
+    // its record shows.
+    if !record.not_applied.is_empty() {
+        outcome = Outcome::Unknown;
+    }
     let expect = s.expect;
     let results = RunResults {
         scenario: ctx.loaded.name.clone(),
@@ -89,6 +94,7 @@ pub fn check_and_report(
         interrupted,
         workers: record.workers,
         warnings,
+        not_applied: record.not_applied,
         properties: check,
     };
     std::fs::write(ctx.dir.file("results.json"), serde_json::to_vec_pretty(&results)?)?;

@@ -2,6 +2,8 @@
 //! check → report. Teardown happens on every path: normal end, error, panic, Ctrl-C, SIGTERM.
 
 mod finalize;
+mod provision;
+mod workers;
 mod workload;
 
 use crate::clock::RunClock;
@@ -40,6 +42,10 @@ pub struct RunContext {
 pub struct WorkloadRecord {
     pub workers: Vec<WorkerStatus>,
     pub warnings: Vec<String>,
+    /// Planned faults that did not take effect, each naming its step: the outcome is unknown.
+    pub not_applied: Vec<String>,
+    /// What ended the workload early, after its faults were healed.
+    pub error: Option<String>,
 }
 
 /// A run that got as far as its results. `error`: why it ended early (refused, interrupted,
@@ -73,19 +79,40 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     finalize::write_inputs(&ctx)?;
 
     let run_id = ctx.dir.run_id.clone();
-    let mut work = tokio::spawn(workload::execute(docker.clone(), ctx.clone(), events.clone()));
-    let (record, interrupted, error) = tokio::select! {
-        joined = &mut work => match joined {
-            Ok(Ok(record)) => (record, false, None),
-            Ok(Err(e)) => (WorkloadRecord::default(), true, Some(format!("{e:#}"))),
-            Err(e) => (WorkloadRecord::default(), true, Some(format!("the run panicked: {e}"))),
-        },
-        signal = shutdown_signal() => {
-            work.abort();
-            let _ = (&mut work).await;
-            (WorkloadRecord::default(), true, Some(format!("interrupted by {signal}")))
+    // Ctrl-C or SIGTERM asks the workload to stop: it heals its faults and records the clients
+    // before teardown. A second signal does not wait for that.
+    let (stop_tx, stop) = tokio::sync::watch::channel(None);
+    let mut work = tokio::spawn(workload::execute(docker.clone(), ctx.clone(), events.clone(), stop));
+    let mut signal = None;
+    let joined = loop {
+        tokio::select! {
+            joined = &mut work => break Some(joined),
+            s = shutdown_signal() => {
+                if signal.is_some() {
+                    work.abort();
+                    let _ = (&mut work).await;
+                    break None;
+                }
+                signal = Some(s);
+                let _ = stop_tx.send(Some(s));
+            }
         }
     };
+    let (record, error) = match joined {
+        Some(Ok(Ok(mut record))) => {
+            let error = record.error.take();
+            (record, error)
+        }
+        Some(Ok(Err(e))) => (WorkloadRecord::default(), Some(format!("{e:#}"))),
+        Some(Err(e)) => (WorkloadRecord::default(), Some(format!("the run panicked: {e}"))),
+        None => (WorkloadRecord::default(), None),
+    };
+    // An interruption is the error that matters; the workload's own, if any, is in its record.
+    let error = match signal {
+        Some(s) => Some(format!("interrupted by {s}")),
+        None => error,
+    };
+    let interrupted = error.is_some();
 
     events.emit(Event::Stage(Stage::Teardown));
     finalize::save_container_logs(&docker, &run_id, &ctx.dir).await;

@@ -1,0 +1,129 @@
+//! Provisioning: the run's network and node containers, the protected resource, and the
+//! backend's servers, each waited for until it answers.
+
+use super::RunContext;
+use crate::containers::{Cluster, ContainerSpec, Role};
+use crate::lock_backends::BackendSetup;
+use crate::node_image::IMAGE;
+use crate::resource::postgres_table;
+use crate::resource::ResourceKind;
+use crate::wait::{self, Probe};
+use anyhow::{bail, Context};
+use bollard::Docker;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Where the host-built binary is mounted in every container.
+pub const BIN: &str = "/usr/local/bin/lockchaos";
+/// The run folder inside every container.
+pub const RUN_MOUNT: &str = "/lockchaos/run";
+const RESOURCE_PORT: u16 = 7000;
+const BACKEND_START_LIMIT: Duration = Duration::from_secs(120);
+
+/// A run's containers with its backend's servers and the resource answering.
+pub struct Provisioned {
+    pub cluster: Cluster,
+    pub backend: Box<dyn BackendSetup>,
+    /// Where clients reach the protected resource.
+    pub resource: SocketAddr,
+}
+
+/// A container of this run: the binary and the run folder mounted, the log filter set.
+pub fn container_spec(ctx: &RunContext, name: &str, role: Role, cmd: Vec<String>) -> ContainerSpec {
+    ContainerSpec {
+        host_octet: Cluster::host_octet(name).expect("names follow the addressing scheme"),
+        name: name.to_string(),
+        role,
+        cmd,
+        // LOCKCHAOS_LOG sets the containers' log filter (default: info), e.g. for a client's
+        // per-node replies at debug level.
+        env: vec![format!("RUST_LOG={}", std::env::var("LOCKCHAOS_LOG").unwrap_or_else(|_| "info".into()))],
+        binds: vec![
+            (ctx.exe.clone(), BIN.to_string(), true),
+            (ctx.dir.path.clone(), RUN_MOUNT.to_string(), false),
+            (ctx.dir.path.join("logs"), "/lockchaos/logs".to_string(), false),
+        ],
+        net_admin: role == Role::Node,
+    }
+}
+
+pub async fn provision(docker: Docker, ctx: &RunContext) -> anyhow::Result<Provisioned> {
+    let s = &ctx.loaded.scenario;
+    let cluster = Cluster::create(docker, &ctx.dir.run_id, IMAGE, ctx.seed).await?;
+    let backend = s.backend_setup();
+    for i in 1..=backend.node_count() {
+        let cmd = vec!["sleep".into(), "infinity".into()];
+        cluster.start(container_spec(ctx, &format!("n{i}"), Role::Node, cmd)).await?;
+    }
+    check_binary_runs_in_image(&cluster).await?;
+
+    let resource_cmd = match s.resource.kind {
+        ResourceKind::Postgres => vec!["sleep".into(), "infinity".into()],
+        ResourceKind::Ledger => ledger_cmd(ctx),
+    };
+    let resource = cluster.start(container_spec(ctx, "resource", Role::Resource, resource_cmd)).await?;
+    let resource_port = match s.resource.kind {
+        ResourceKind::Postgres => {
+            postgres_table::start(&cluster, "resource").await.context("starting the resource's Postgres")?;
+            postgres_table::PORT
+        }
+        ResourceKind::Ledger => RESOURCE_PORT,
+    };
+    // A server that never answers (a commit waiting for a standby that is not there) must not
+    // hang the run: setup has a deadline.
+    tokio::time::timeout(BACKEND_START_LIMIT, backend.start(&cluster))
+        .await
+        .map_err(|_| anyhow::anyhow!("no answer within {BACKEND_START_LIMIT:?}"))
+        .and_then(|r| r)
+        .with_context(|| format!("starting the {} backend", s.backend.name()))?;
+    wait_for_port(&cluster, "resource", resource_port).await?;
+    Ok(Provisioned { cluster, backend, resource: SocketAddr::new(resource.ip.into(), resource_port) })
+}
+
+/// `lockchaos resource` in the resource container, logging into the run folder.
+fn ledger_cmd(ctx: &RunContext) -> Vec<String> {
+    let s = &ctx.loaded.scenario;
+    vec![
+        BIN.into(),
+        "resource".into(),
+        "--listen".into(),
+        format!("0.0.0.0:{RESOURCE_PORT}"),
+        "--mode".into(),
+        format!("{:?}", s.resource.mode).to_lowercase(),
+        "--log".into(),
+        format!("{RUN_MOUNT}/resource.jsonl"),
+        "--t0-ns".into(),
+        ctx.clock.t0_ns.to_string(),
+    ]
+}
+
+/// The worker binary is built on the host and mounted into bookworm containers; that needs a host
+/// glibc no newer than bookworm's. Say so plainly instead of letting workers die with a loader error.
+async fn check_binary_runs_in_image(cluster: &Cluster) -> anyhow::Result<()> {
+    let (code, out) = cluster.exec("n1", &[BIN, "--version"]).await?;
+    if code != 0 {
+        bail!(
+            "the host-built lockchaos binary does not run inside {IMAGE} (is the host's glibc newer than Debian bookworm's 2.36? then build lockchaos inside a bookworm container): {}",
+            out.trim().lines().next().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+async fn wait_for_port(cluster: &Cluster, name: &str, port: u16) -> anyhow::Result<()> {
+    let probe = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
+    let what = format!("{name} listening on port {port}");
+    wait::until(&what, Duration::from_secs(15), Duration::from_millis(100), || async {
+        let (code, _) = cluster.exec(name, &["bash", "-c", &probe]).await?;
+        if code == 0 {
+            return Ok(Probe::Ready(()));
+        }
+        let (running, exit_code) = cluster.state(name).await?;
+        if !running {
+            let logs = cluster.logs(name).await.unwrap_or_default();
+            bail!("{name} exited with code {exit_code:?} before listening on {port}: {}", logs.trim());
+        }
+        Ok(Probe::NotYet(String::new()))
+    })
+    .await
+}

@@ -1,0 +1,175 @@
+//! The run's lock clients: client-K is one worker container at its fixed address, first running
+//! process K. A client killed by a fault comes back when the fault ends as a new process
+//! (K + clients·n for its n-th restart, as Jepsen numbers processes) in a new container at the
+//! same address, with an event file of its own. Tracks every process's fate for results.json.
+
+use super::provision::{container_spec, BIN, RUN_MOUNT};
+use super::RunContext;
+use crate::containers::{Cluster, Role};
+use crate::events::{Event, EventSink};
+use crate::faults::Clients;
+use crate::worker::WorkerConfig;
+use results::{WorkerFate, WorkerStatus};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub struct Workers<'a> {
+    cluster: &'a Cluster,
+    ctx: &'a RunContext,
+    /// Every client's configuration but its process and event file.
+    template: WorkerConfig,
+    clients: u32,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Client K → its current process and how many times it was started again.
+    current: BTreeMap<u32, (u64, u64)>,
+    /// Processes whose end is known.
+    ended: BTreeMap<u64, WorkerStatus>,
+    /// Processes started since the live history last took them: (process, member, event file).
+    started: Vec<(u64, String, PathBuf)>,
+}
+
+fn slot_of(name: &str) -> anyhow::Result<u32> {
+    name.strip_prefix("client-").and_then(|k| k.parse().ok()).ok_or_else(|| anyhow::anyhow!("{name} is not a client"))
+}
+
+impl<'a> Workers<'a> {
+    pub fn new(cluster: &'a Cluster, ctx: &'a RunContext, template: WorkerConfig, clients: u32) -> Self {
+        Workers { cluster, ctx, template, clients, state: Mutex::new(State::default()) }
+    }
+
+    /// Starts client-1..client-N as processes 1..N.
+    pub async fn start_all(&self) -> anyhow::Result<()> {
+        for k in 1..=self.clients {
+            self.start(k, 0).await?;
+        }
+        Ok(())
+    }
+
+    /// Starts client `k`'s `incarnation`-th process (0: the first) in a container of its own.
+    async fn start(&self, k: u32, incarnation: u64) -> anyhow::Result<u64> {
+        let process = k as u64 + self.clients as u64 * incarnation;
+        // The first process keeps the plain names; later ones carry their process number.
+        let stem = if incarnation == 0 { format!("client-{k}") } else { format!("client-{k}-p{process}") };
+        let config = WorkerConfig { process, events: format!("{RUN_MOUNT}/workers/{stem}.jsonl").into(), ..self.template.clone() };
+        let file = self.ctx.dir.path.join("workers").join(format!("{stem}.config.json"));
+        std::fs::write(&file, serde_json::to_vec_pretty(&config)?)?;
+        let name = format!("client-{k}");
+        let cmd = vec![BIN.into(), "worker".into(), "--config".into(), format!("{RUN_MOUNT}/workers/{stem}.config.json")];
+        self.cluster.start(container_spec(self.ctx, &name, Role::Worker, cmd)).await?;
+        let mut state = self.state.lock().expect("workers lock");
+        state.current.insert(k, (process, incarnation));
+        state.started.push((process, name, self.ctx.dir.path.join("workers").join(format!("{stem}.jsonl"))));
+        Ok(process)
+    }
+
+    /// The processes started since the last call, for the live history to follow.
+    pub fn take_started(&self) -> Vec<(u64, String, PathBuf)> {
+        std::mem::take(&mut self.state.lock().expect("workers lock").started)
+    }
+
+    /// The current processes whose end is not known yet.
+    fn running(&self) -> Vec<(u32, u64)> {
+        let state = self.state.lock().expect("workers lock");
+        state.current.iter().filter(|(_, (p, _))| !state.ended.contains_key(p)).map(|(k, (p, _))| (*k, *p)).collect()
+    }
+
+    fn end(&self, k: u32, process: u64, status: WorkerFate, exit_code: Option<i64>, died_at_ms: Option<u64>) {
+        let name = format!("client-{k}");
+        let status = WorkerStatus { name, process, status, exit_code, died_at_ms };
+        self.state.lock().expect("workers lock").ended.entry(process).or_insert(status);
+    }
+
+    /// Records processes gone before the workload ended (their events so far are kept) and
+    /// returns them.
+    pub async fn find_dead(&self, events: &EventSink) -> anyhow::Result<Vec<u64>> {
+        let mut dead = vec![];
+        for (k, process) in self.running() {
+            let name = format!("client-{k}");
+            let (running, exit_code) = self.cluster.state(&name).await?;
+            if !running {
+                let at_ms = self.ctx.clock.now() / 1_000_000;
+                events.emit(Event::WorkerDied { name, exit_code, at_ms });
+                self.end(k, process, WorkerFate::Died, exit_code, Some(at_ms));
+                dead.push(process);
+            }
+        }
+        Ok(dead)
+    }
+
+    /// Lets every client finish its round; kills those that do not within `grace`.
+    pub async fn finish(&self, grace: Duration) -> anyhow::Result<Vec<WorkerStatus>> {
+        let deadline = Instant::now() + grace;
+        for (k, process) in self.running() {
+            let name = format!("client-{k}");
+            loop {
+                let (running, exit_code) = self.cluster.state(&name).await?;
+                if !running {
+                    let fate = if exit_code == Some(0) { WorkerFate::Finished } else { WorkerFate::Died };
+                    self.end(k, process, fate, exit_code, None);
+                    break;
+                }
+                if Instant::now() > deadline {
+                    self.cluster.signal(&name, "SIGKILL").await?;
+                    self.end(k, process, WorkerFate::Killed, None, None);
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Ok(self.statuses())
+    }
+
+    /// The run was interrupted: clients still running are stopped now (killed), the others
+    /// recorded as they ended.
+    pub async fn stop_now(&self) -> anyhow::Result<Vec<WorkerStatus>> {
+        for (k, process) in self.running() {
+            let name = format!("client-{k}");
+            let (running, exit_code) = self.cluster.state(&name).await?;
+            if running {
+                self.cluster.signal(&name, "SIGKILL").await?;
+                self.end(k, process, WorkerFate::Killed, None, None);
+            } else {
+                let fate = if exit_code == Some(0) { WorkerFate::Finished } else { WorkerFate::Died };
+                self.end(k, process, fate, exit_code, None);
+            }
+        }
+        Ok(self.statuses())
+    }
+
+    /// Every process's fate, in process order.
+    fn statuses(&self) -> Vec<WorkerStatus> {
+        self.state.lock().expect("workers lock").ended.values().cloned().collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl Clients for Workers<'_> {
+    async fn restart(&self, name: &str) -> anyhow::Result<u64> {
+        let k = slot_of(name)?;
+        let (old, incarnation) = self.state.lock().expect("workers lock").current.get(&k).copied().unwrap_or((k as u64, 0));
+        let (_, exit_code) = self.cluster.state(name).await?;
+        self.end(k, old, WorkerFate::Died, exit_code, Some(self.ctx.clock.now() / 1_000_000));
+        // The old container goes with the restart: keep its output first.
+        if let Ok(logs) = self.cluster.logs(name).await {
+            let _ = std::fs::write(self.ctx.dir.path.join("logs").join(format!("{name}-p{old}.log")), logs);
+        }
+        self.start(k, incarnation + 1).await
+    }
+
+    async fn is_live(&self, name: &str) -> bool {
+        let Ok(k) = slot_of(name) else { return false };
+        let current = self.state.lock().expect("workers lock").current.get(&k).copied();
+        match current {
+            Some((process, _)) if !self.state.lock().expect("workers lock").ended.contains_key(&process) => {
+                self.cluster.state(name).await.is_ok_and(|(running, _)| running)
+            }
+            _ => false,
+        }
+    }
+}
