@@ -23,18 +23,27 @@ impl RunDir {
         let parent = store.join(scenario);
         std::fs::create_dir_all(&parent).with_context(|| format!("cannot create {}", parent.display()))?;
         // Two runs in one second get -2, -3, ...
-        let (path, folder) = (1..)
-            .map(|n| if n == 1 { stamp.clone() } else { format!("{stamp}-{n}") })
-            .map(|f| (parent.join(&f), f))
-            .find(|(p, _)| std::fs::create_dir(p).is_ok())
-            .expect("some suffix is free");
-        let path = path.canonicalize()?;
+        let mut made = None;
+        for n in 1..=1000 {
+            let folder = if n == 1 { stamp.clone() } else { format!("{stamp}-{n}") };
+            match std::fs::create_dir(parent.join(&folder)) {
+                Ok(()) => {
+                    made = Some(folder);
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e).with_context(|| format!("cannot create a run folder in {}", parent.display())),
+            }
+        }
+        let folder = made.with_context(|| format!("1000 runs of {scenario} started in one second in {}", parent.display()))?;
+        let path = parent.join(&folder).canonicalize().with_context(|| format!("cannot resolve {}", parent.join(&folder).display()))?;
         for sub in ["workers", "logs"] {
-            std::fs::create_dir_all(path.join(sub))?;
+            std::fs::create_dir_all(path.join(sub)).with_context(|| format!("cannot create {}", path.join(sub).display()))?;
         }
         let suffix: u16 = rand::random();
         let run_id = format!("{scenario}-{}-{suffix:04x}", folder.to_lowercase());
-        Ok(RunDir { store: store.canonicalize()?, path, started, run_id })
+        let store = store.canonicalize().with_context(|| format!("cannot resolve the store {}", store.display()))?;
+        Ok(RunDir { store, path, started, run_id })
     }
 
     pub fn worker_events(&self, process: u64) -> PathBuf {

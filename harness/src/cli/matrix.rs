@@ -1,6 +1,7 @@
 //! `lockchaos matrix`: runs the chosen scenarios and measures the backend-by-failure table
 //! (`STORE/matrix.json`, `STORE/matrix.html`), with `--junit` one test case per run.
 
+use anyhow::Context;
 use harness::events::EventSink;
 use harness::reporters::{self, junit::Junit, matrix::MatrixReport};
 use harness::run::RunOptions;
@@ -13,7 +14,7 @@ pub struct Args {
     #[arg(long, default_value = "*")]
     scenarios: String,
     /// Runs of each scenario.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
     /// Seconds of workload per run (overrides each scenario's time_limit_secs).
     #[arg(long)]
@@ -31,7 +32,9 @@ pub struct Args {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let chosen = harness::matrix::select(&args.scenarios)?;
-    std::fs::create_dir_all(&args.store)?;
+    // Every run needs Docker: say so once, before any run or file.
+    harness::containers::docker_api::connect().await?;
+    std::fs::create_dir_all(&args.store).with_context(|| format!("cannot create the store {}", args.store.display()))?;
     let mut reporters = reporters::standard(args.quiet);
     reporters.push(Box::new(MatrixReport::new(args.store.clone())));
     if let Some(file) = args.junit {

@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long)]
     quiet: bool,
     /// Run the scenario this many times and print a tally (exit 0 only if every run matched).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     test_count: u32,
     /// Also write JUnit XML here: one test case per run.
     #[arg(long)]

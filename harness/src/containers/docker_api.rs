@@ -7,7 +7,8 @@ use bollard::{ClientVersion, Docker};
 const MIN_API: ClientVersion = ClientVersion { major_version: 1, minor_version: 41 };
 
 pub async fn connect() -> anyhow::Result<Docker> {
-    let host = std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
+    // Empty is unset, as the docker CLI reads it.
+    let host = std::env::var("DOCKER_HOST").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "unix:///var/run/docker.sock".into());
     let no_daemon = |e: &dyn std::fmt::Display| {
         anyhow!("no Docker daemon answers at {host} ({e}); start it (e.g. `dockerd &` or `systemctl start docker`) and try again")
     };

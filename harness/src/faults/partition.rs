@@ -104,6 +104,7 @@ impl Cut<'_> {
                 Err(("target", format!("shape {} splits all the nodes: use target = \"nodes\"", shape.name())))
             }
             Some(_) => Ok(()),
+            None if p.from.contains(target) => Err(("from", format!("{target} cannot be cut off from itself"))),
             None if target.is_client() => match p.from.iter().find(|m| m.is_client()) {
                 Some(other) => Err((
                     "from",
@@ -280,5 +281,6 @@ mod tests {
         assert_eq!(field(p(&[], Some(Isolate)), "client-1"), Some("target"));
         assert_eq!(field(p(&[], Some(MajorityRing)), "nodes"), None);
         assert_eq!(field(p(&["n2"], None), "nodes"), Some("target"));
+        assert_eq!(field(p(&["n2", "n1"], None), "n1"), Some("from"), "not from itself");
     }
 }

@@ -12,6 +12,7 @@ use crate::events::{Event, EventSink, Stage};
 use crate::node_image;
 use crate::run_store::RunDir;
 use crate::scenario::LoadedScenario;
+use anyhow::Context;
 use results::{RunResults, WorkerStatus};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -68,7 +69,7 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     let build_line = |line: &str| events.emit(Event::ImageBuildLine(line.to_string()));
     node_image::ensure_image(&docker, node_image::BuildMethod::Auto, false, &build_line).await?;
 
-    std::fs::create_dir_all(&opts.store)?;
+    std::fs::create_dir_all(&opts.store).with_context(|| format!("cannot create the store {}", opts.store.display()))?;
     let dir = RunDir::create(&opts.store, &loaded.name)?;
     let seed = loaded.scenario.seed.unwrap_or_else(rand::random);
     let exe = match &opts.exe {

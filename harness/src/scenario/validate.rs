@@ -17,8 +17,14 @@ pub fn validate_overrides(loaded: &LoadedScenario) -> Result<(), ScenarioError> 
     })
 }
 
+const MAX_DESCRIPTION: usize = 2000;
+
 pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, String)> {
     let fail = |field: &str, msg: String| Err((field.to_string(), msg));
+    // It is copied into run.json, results.json and every report: one line, of a sensible size.
+    if s.description.contains('\n') || s.description.chars().count() > MAX_DESCRIPTION {
+        return fail("description", format!("must be one line of at most {MAX_DESCRIPTION} characters"));
+    }
     if !(1..=150).contains(&s.clients) {
         return fail("clients", format!("{} is not between 1 and 150 (one address each in the run's /24)", s.clients));
     }

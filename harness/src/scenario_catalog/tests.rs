@@ -173,6 +173,11 @@ const BAD: &[(&str, &str, &str)] = &[
         "f.toml:5: field 'server.persistence': postgres-session cannot: it has no persistence setting (only the Redis backends do)",
     ),
     (
+        "a description of several lines",
+        "description = \"\"\"one\ntwo\"\"\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n",
+        "f.toml:1: field 'description': must be one line of at most 2000 characters",
+    ),
+    (
         "not TOML at all",
         "description = \"d\nexpect = 1\n",
         "f.toml:1: ",
