@@ -32,16 +32,16 @@ fn nemesis_events(history: &[checker::Event], fault: &str) -> Vec<(FaultPhase, S
 #[tokio::test(flavor = "multi_thread")]
 async fn faults_that_do_not_take_effect_make_the_run_unknown() {
     let dir = tempfile::tempdir().unwrap();
-    // client-1 is cut off from Redis from 0.5 s on (after it connected): it is never granted the
-    // lock again, so a step waiting for its grant from 1 s on never fires.
+    // client-1 is killed at 0.5 s and comes back only after the run: a step waiting for its
+    // grant from 2 s on never fires.
     let never = common::scenario_file(
         dir.path(),
         "never-fires",
         &scenario(
             "safe",
             2,
-            "[[nemesis.timeline]]\nat_ms = 500\nfault = \"partition\"\ntarget = \"client-1\"\nfrom = [\"n1\"]\nduration_ms = 60000\n\
-             [[nemesis.timeline]]\nat_ms = 1000\nfault = \"pause\"\ntarget = \"client-1\"\nduration_ms = 500\nwhen = \"acquired\"\nby = \"client-1\"\n",
+            "[[nemesis.timeline]]\nat_ms = 500\nfault = \"kill\"\ntarget = \"client-1\"\nduration_ms = 60000\n\
+             [[nemesis.timeline]]\nat_ms = 2000\nfault = \"pause\"\ntarget = \"client-1\"\nduration_ms = 500\nwhen = \"acquired\"\nby = \"client-1\"\n",
         ),
     );
     // The same pause twice, the second while the first is on.
@@ -58,7 +58,7 @@ async fn faults_that_do_not_take_effect_make_the_run_unknown() {
     let (never, twice) = tokio::join!(common::run(&never, 6), common::run(&twice, 6));
 
     for (run, step, why) in [
-        (&never, "nemesis.timeline[1] (pause on client-1, due at 1000 ms)", "client-1 was never granted the lock"),
+        (&never, "nemesis.timeline[1] (pause on client-1, due at 2000 ms)", "client-1 was never granted the lock"),
         (&twice, "nemesis.timeline[1] (pause on client-2, due at 2000 ms)", "the same fault is already on"),
     ] {
         let r = &run.results;
