@@ -1,6 +1,6 @@
 //! One run's containers on one private bridge network, each at a fixed address.
 
-use super::RUN_LABEL;
+use super::{NAME_LABEL, ROLE_LABEL};
 use anyhow::{bail, Context};
 use bollard::exec::{StartExecOptions, StartExecResults};
 use bollard::models::{
@@ -27,7 +27,7 @@ pub enum Role {
 }
 
 impl Role {
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Role::Node => "node",
             Role::Resource => "resource",
@@ -88,10 +88,7 @@ impl Cluster {
                     }]),
                     ..Default::default()
                 }),
-                labels: Some(HashMap::from([
-                    (RUN_LABEL.to_string(), run_id.to_string()),
-                    (super::CONTROLLER_LABEL.to_string(), super::controller_id()),
-                ])),
+                labels: Some(super::run_labels(run_id)),
                 ..Default::default()
             };
             match docker.create_network(req).await {
@@ -136,12 +133,9 @@ impl Cluster {
     /// killed by a fault, now replaced) is removed first.
     pub async fn start(&self, spec: ContainerSpec) -> anyhow::Result<Member> {
         let ip = self.ip(spec.host_octet);
-        let labels = HashMap::from([
-            (RUN_LABEL.to_string(), self.run_id.clone()),
-            ("lockchaos.role".to_string(), spec.role.label().to_string()),
-            ("lockchaos.name".to_string(), spec.name.clone()),
-            (super::CONTROLLER_LABEL.to_string(), super::controller_id()),
-        ]);
+        let mut labels = super::run_labels(&self.run_id);
+        labels.insert(ROLE_LABEL.to_string(), spec.role.label().to_string());
+        labels.insert(NAME_LABEL.to_string(), spec.name.clone());
         let binds =
             spec.binds.iter().map(|(host, inside, ro)| format!("{}:{inside}{}", host.display(), if *ro { ":ro" } else { "" })).collect();
         let body = ContainerCreateBody {

@@ -10,6 +10,9 @@ pub mod teardown;
 
 pub use cluster::{Cluster, ContainerSpec, Role};
 
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
 /// Label on every container and network a run creates; its value is the run id.
 pub const RUN_LABEL: &str = "lockchaos.run";
 
@@ -17,6 +20,35 @@ pub const RUN_LABEL: &str = "lockchaos.run";
 /// time from /proc, so a reused PID is not mistaken for it). `lockchaos clean` leaves runs whose
 /// owner is still alive.
 pub const CONTROLLER_LABEL: &str = "lockchaos.controller";
+
+/// Label on every container: what it is for (`Role::label`).
+pub const ROLE_LABEL: &str = "lockchaos.role";
+
+/// Label on every container: its member name in the run (n1, resource, client-1).
+pub const NAME_LABEL: &str = "lockchaos.name";
+
+/// Label naming the run's folder (its absolute path), so that `lockchaos clean` can finish a run
+/// whose lockchaos process is gone: merge, check and write its results where they belong.
+pub const RUN_DIR_LABEL: &str = "lockchaos.run_dir";
+
+/// Run folders by run id, noted by `run_store::RunDir::create`. The cluster is created from the
+/// run id alone; this is how its labels learn the folder without every caller passing it.
+static RUN_DIRS: std::sync::Mutex<BTreeMap<String, PathBuf>> = std::sync::Mutex::new(BTreeMap::new());
+
+/// Records the folder of a run, for the `lockchaos.run_dir` label of what the run creates.
+pub fn note_run_dir(run_id: &str, dir: &Path) {
+    RUN_DIRS.lock().unwrap_or_else(|e| e.into_inner()).insert(run_id.to_string(), dir.to_path_buf());
+}
+
+/// The labels of everything a run creates: its run id, this process as its controller, and
+/// its folder when known.
+pub fn run_labels(run_id: &str) -> HashMap<String, String> {
+    let mut labels = HashMap::from([(RUN_LABEL.to_string(), run_id.to_string()), (CONTROLLER_LABEL.to_string(), controller_id())]);
+    if let Some(dir) = RUN_DIRS.lock().unwrap_or_else(|e| e.into_inner()).get(run_id) {
+        labels.insert(RUN_DIR_LABEL.to_string(), dir.display().to_string());
+    }
+    labels
+}
 
 /// This process's controller label value.
 pub fn controller_id() -> String {
@@ -47,5 +79,16 @@ mod tests {
         let (pid, start) = me.split_once(':').unwrap();
         assert!(!super::controller_alive(&format!("{pid}:{}", start.parse::<u64>().unwrap() + 1)), "same PID, other start");
         assert!(!super::controller_alive("4194999:1") && !super::controller_alive("garbage"));
+    }
+
+    #[test]
+    fn a_noted_run_folder_is_in_its_labels() {
+        let labels = super::run_labels("labels-test-unnoted");
+        assert!(!labels.contains_key(super::RUN_DIR_LABEL), "{labels:?}");
+        super::note_run_dir("labels-test", std::path::Path::new("/store/demo/20260101T000000Z"));
+        let labels = super::run_labels("labels-test");
+        assert_eq!(labels[super::RUN_DIR_LABEL], "/store/demo/20260101T000000Z");
+        assert_eq!(labels[super::RUN_LABEL], "labels-test");
+        assert_eq!(labels[super::CONTROLLER_LABEL], super::controller_id());
     }
 }
