@@ -19,6 +19,7 @@ pub mod reporters;
 pub mod resource;
 pub mod run;
 pub mod run_store;
+pub mod run_verdict;
 pub mod scenario;
 pub mod scenario_catalog;
 pub mod schedule;

@@ -6,6 +6,7 @@
 
 use anyhow::Context;
 use checker::Event;
+use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 pub struct RunDir {
@@ -43,7 +44,19 @@ impl RunDir {
         let suffix: u16 = rand::random();
         let run_id = format!("{scenario}-{}-{suffix:04x}", folder.to_lowercase());
         let store = store.canonicalize().with_context(|| format!("cannot resolve the store {}", store.display()))?;
+        crate::containers::note_run_dir(&run_id, &path);
         Ok(RunDir { store, path, started, run_id })
+    }
+
+    /// An existing run folder (`store/<scenario>/<start time>/`), from its run.json.
+    pub fn open(path: &Path) -> anyhow::Result<RunDir> {
+        let path = path.canonicalize().with_context(|| format!("no run folder at {}", path.display()))?;
+        let inputs = read_inputs(&path)?;
+        let started = chrono::DateTime::parse_from_rfc3339(&inputs.started_at)
+            .with_context(|| format!("{}: started_at {:?}", path.join("run.json").display(), inputs.started_at))?
+            .with_timezone(&chrono::Utc);
+        let store = path.parent().and_then(Path::parent).with_context(|| format!("{} is not inside a store", path.display()))?;
+        Ok(RunDir { store: store.to_path_buf(), path: path.clone(), started, run_id: inputs.run_id })
     }
 
     pub fn worker_events(&self, process: u64) -> PathBuf {
@@ -72,22 +85,7 @@ impl RunDir {
     /// Merges every party's events by time into history.jsonl and returns them.
     /// A truncated last line (a party killed mid-write) is dropped with a warning.
     pub fn merge_history(&self) -> anyhow::Result<(Vec<Event>, Vec<String>)> {
-        let mut sources = vec![self.resource_events(), self.nemesis_events()];
-        let mut workers: Vec<PathBuf> = std::fs::read_dir(self.path.join("workers"))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        workers.sort();
-        sources.extend(workers.into_iter().filter(|p| p.extension().is_some_and(|e| e == "jsonl")));
-        let mut events = vec![];
-        let mut warnings = vec![];
-        for path in sources.iter().filter(|p| p.exists()) {
-            let parsed = checker::parse::read_history_file(path)?;
-            warnings.extend(parsed.warnings.into_iter().map(|w| format!("{}: {w}", path.display())));
-            events.extend(parsed.events);
-        }
-        // Stable: events of one party with equal times keep their order.
-        events.sort_by_key(|e| e.time);
-        for (i, e) in events.iter_mut().enumerate() {
-            e.index = i as u64;
-        }
+        let (events, warnings) = read_party_files(&self.path)?;
         let mut out = String::new();
         for e in &events {
             out.push_str(&serde_json::to_string(e)?);
@@ -95,6 +93,85 @@ impl RunDir {
         }
         std::fs::write(self.file("history.jsonl"), out)?;
         Ok((events, warnings))
+    }
+}
+
+/// The parties' own event files in a run folder: resource.jsonl, nemesis.jsonl and
+/// workers/*.jsonl, those that exist. Empty for a folder that holds none (a bare history).
+pub fn party_files(folder: &Path) -> Vec<PathBuf> {
+    let mut workers: Vec<PathBuf> = std::fs::read_dir(folder.join("workers"))
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "jsonl")).collect())
+        .unwrap_or_default();
+    workers.sort();
+    let mut files = vec![folder.join("resource.jsonl"), folder.join("nemesis.jsonl")];
+    files.extend(workers);
+    files.retain(|p| p.is_file());
+    files
+}
+
+/// Every party's events merged by time and indexed, without writing anything: what
+/// history.jsonl holds, or would hold, for a run killed before it was written. A truncated last
+/// line (a party killed mid-write) is dropped with a warning.
+pub fn read_party_files(folder: &Path) -> anyhow::Result<(Vec<Event>, Vec<String>)> {
+    let mut events = vec![];
+    let mut warnings = vec![];
+    for path in party_files(folder) {
+        // The error's text names the file and the cause; its source chain would say the cause twice.
+        let parsed = checker::parse::read_history_file(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+        warnings.extend(parsed.warnings.into_iter().map(|w| format!("{}: {w}", path.display())));
+        events.extend(parsed.events);
+    }
+    // Stable: events of one party with equal times keep their order.
+    events.sort_by_key(|e| e.time);
+    for (i, e) in events.iter_mut().enumerate() {
+        e.index = i as u64;
+    }
+    Ok((events, warnings))
+}
+
+/// What run.json says about the run, as far as its results need it (other fields are ignored,
+/// so older and newer run.json files read).
+#[derive(Deserialize, Debug)]
+pub struct RunInputs {
+    pub run_id: String,
+    pub scenario: String,
+    pub started_at: String,
+    pub seed: u64,
+    pub effective: EffectiveScenario,
+}
+
+/// The scenario as run, after command-line overrides: the fields results.json repeats.
+#[derive(Deserialize, Debug)]
+pub struct EffectiveScenario {
+    pub description: String,
+    pub expect: results::Expectation,
+    /// The backend's name (`BackendKind::name`).
+    pub backend: String,
+    pub clients: u32,
+    pub time_limit_secs: u64,
+}
+
+pub fn read_inputs(folder: &Path) -> anyhow::Result<RunInputs> {
+    let file = folder.join("run.json");
+    let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not a run.json", file.display()))
+}
+
+/// Why a run folder's history cannot vouch for safety: its run was cut short. None when the run
+/// finished, or when the folder is no run's (no run.json nor results.json: a bare history).
+pub fn cut_short(folder: &Path) -> Option<String> {
+    let results = folder.join("results.json");
+    match std::fs::read_to_string(&results) {
+        Ok(text) => match serde_json::from_str::<serde_json::Value>(&text).map(|v| v["interrupted"].as_bool()) {
+            Ok(Some(false)) => None,
+            Ok(Some(true)) => Some("the run was interrupted (results.json says so)".into()),
+            Ok(None) => Some("results.json does not say whether the run was interrupted".into()),
+            Err(e) => Some(format!("results.json is unreadable ({e}): whether the run finished is not known")),
+        },
+        Err(_) if folder.join("run.json").exists() => {
+            Some("the run never finished: no results.json (its lockchaos was killed, or it is still going)".into())
+        }
+        Err(_) => None,
     }
 }
 

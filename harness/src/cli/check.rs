@@ -4,10 +4,17 @@
 //! linearizability verdict decides and the lock properties are shown for information (a Jepsen
 //! register history has no resource records, so they do not apply to it).
 //! Exit status, Jepsen's convention: 0 valid, 1 invalid, 2 unknown or error.
+//!
+//! A run folder is checked from its parties' own files (workers/*.jsonl, resource.jsonl,
+//! nemesis.jsonl), merged here without writing into the folder, so a run killed before it wrote
+//! history.jsonl can be checked too. When that run was cut short (interrupted, or it never
+//! finished) a valid verdict becomes unknown, as in its results.json: what it did not record
+//! might have broken the lock.
 
 use anyhow::Context;
 use checker::linearizability::{self, ModelKind};
-use checker::{CheckOptions, HistoryFormat, Verdict};
+use checker::{CheckOptions, HistoryFormat, ParsedHistory, Verdict};
+use harness::{run_store, run_verdict};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -46,6 +53,10 @@ struct CheckReport {
     /// The lock properties (resource safety, fencing, holder overlap).
     properties: checker::CheckResults,
     linearizability: Option<linearizability::Linearizability>,
+    /// Why the run of this folder cannot vouch for safety (it was cut short); then a valid
+    /// history gives `outcome` unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cut_short: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -56,8 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    let file = history_path(&args.file);
-    let parsed = checker::read_history_file_as(&file, args.format)?;
+    let (file, parsed, cut_short) = read_input(&args.file, args.format)?;
     let properties = checker::check(&parsed.events, &CheckOptions::default());
     let mut opts = linearizability::Options::new(Duration::from_secs(args.timeout));
     opts.initial = args.initial.unwrap_or_default();
@@ -66,8 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|m| linearizability::check_with(&parsed.events, m, &opts))
         .transpose()
         .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    let outcome = lin.as_ref().map(|l| l.verdict).unwrap_or(properties.outcome);
-    let report = CheckReport { file, events: parsed.events.len(), warnings: parsed.warnings, outcome, properties, linearizability: lin };
+    let outcome = run_verdict::vouched(lin.as_ref().map(|l| l.verdict).unwrap_or(properties.outcome), cut_short.is_some());
+    let report =
+        CheckReport { file, events: parsed.events.len(), warnings: parsed.warnings, outcome, properties, linearizability: lin, cut_short };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).context("serialising the results")?);
     } else {
@@ -85,13 +96,32 @@ fn parse_initial(s: &str) -> Result<serde_json::Value, String> {
     serde_json::from_str(s).map_err(|e| format!("not a JSON value ({e}); a string needs its quotes, e.g. --initial '\"\"'"))
 }
 
-/// A run folder stands for its history.jsonl.
-fn history_path(path: &Path) -> PathBuf {
-    if path.is_dir() {
-        path.join("history.jsonl")
-    } else {
-        path.to_path_buf()
+/// The history to check, and why its run cannot vouch for safety, if it was cut short. A run
+/// folder is its parties' files merged (or its history.jsonl when it holds none); a run
+/// folder's history.jsonl stands for its run too.
+fn read_input(path: &Path, format: Option<HistoryFormat>) -> anyhow::Result<(PathBuf, ParsedHistory, Option<String>)> {
+    // A HistoryError's text names the file and the cause; its source chain would say the cause twice.
+    let read = |file: &Path| checker::read_history_file_as(file, format).map_err(|e| anyhow::anyhow!("{e}"));
+    if !path.is_dir() {
+        let folder = path.parent().filter(|_| path.file_name().is_some_and(|n| n == "history.jsonl"));
+        return Ok((path.to_path_buf(), read(path)?, folder.and_then(run_store::cut_short)));
     }
+    let cut_short = run_store::cut_short(path);
+    if run_store::party_files(path).is_empty() {
+        let history = path.join("history.jsonl");
+        if !history.exists() {
+            anyhow::bail!(
+                "{}: no history.jsonl and no party's event files (workers/*.jsonl, resource.jsonl, nemesis.jsonl): not a run folder",
+                path.display()
+            );
+        }
+        return Ok((path.to_path_buf(), read(&history)?, cut_short));
+    }
+    if format == Some(HistoryFormat::Edn) {
+        anyhow::bail!("{}: a run folder's event files are JSON lines, not EDN", path.display());
+    }
+    let (events, warnings) = run_store::read_party_files(path)?;
+    Ok((path.to_path_buf(), ParsedHistory { events, warnings }, cut_short))
 }
 
 fn print_human(r: &CheckReport) {
@@ -147,6 +177,12 @@ fn print_human(r: &CheckReport) {
         for p in &l.timed_out_partitions {
             println!("  partition {p}: undecided within the time limit");
         }
+    }
+    if let Some(why) = &r.cut_short {
+        let history_says = r.linearizability.as_ref().map(|l| l.verdict).unwrap_or(p.outcome);
+        let note =
+            if history_says == Verdict::Valid { ": its history says valid, but a cut-short run cannot vouch for safety" } else { "" };
+        println!("cut short: {why}{note}");
     }
     println!("{}: {} ({} events)", r.file.display(), r.outcome, r.events);
 }

@@ -1,9 +1,11 @@
 //! Removing what runs leave: by label, so it works after a crash as well as at a normal end.
 
-use super::RUN_LABEL;
-use bollard::query_parameters::{ListContainersOptions, ListNetworksOptions, RemoveContainerOptions};
+use super::{NAME_LABEL, RUN_LABEL};
+use bollard::query_parameters::{ListContainersOptions, ListNetworksOptions, LogsOptions, RemoveContainerOptions};
 use bollard::Docker;
+use futures_util::StreamExt;
 use std::collections::HashMap;
+use std::path::Path;
 
 #[derive(Debug, Default)]
 pub struct Removed {
@@ -11,6 +13,28 @@ pub struct Removed {
     pub networks: usize,
     /// Items left in place because the lockchaos process that owns them is still running.
     pub skipped_live: usize,
+}
+
+/// Saves `<name>.log` in `logs_dir` for every container of the run (found by label, so it also
+/// works after an abort or for a run whose lockchaos is gone). Best effort: a missing log must
+/// not stop the teardown.
+pub async fn save_logs(docker: &Docker, run_id: &str, logs_dir: &Path) {
+    let filters = HashMap::from([("label".to_string(), vec![format!("{RUN_LABEL}={run_id}")])]);
+    let Ok(containers) =
+        docker.list_containers(Some(ListContainersOptions { all: true, filters: Some(filters), ..Default::default() })).await
+    else {
+        return;
+    };
+    for c in containers {
+        let name = c.labels.as_ref().and_then(|l| l.get(NAME_LABEL)).cloned().unwrap_or_else(|| "unknown".into());
+        let opts = LogsOptions { stdout: true, stderr: true, ..Default::default() };
+        let mut stream = docker.logs(c.id.as_deref().unwrap_or_default(), Some(opts));
+        let mut out = String::new();
+        while let Some(Ok(chunk)) = stream.next().await {
+            out.push_str(&chunk.to_string());
+        }
+        let _ = std::fs::write(logs_dir.join(format!("{name}.log")), out);
+    }
 }
 
 /// Removes every container and network labelled with `run_id`, or with any run id when `None`.

@@ -1,13 +1,8 @@
 //! What every run leaves in its folder, whichever way it ended.
 
 use super::{RunContext, WorkloadRecord};
-use crate::containers::RUN_LABEL;
-use bollard::query_parameters::{ListContainersOptions, LogsOptions};
 use bollard::Docker;
-use checker::CheckOptions;
-use futures_util::StreamExt;
 use results::{Outcome, RunResults};
-use std::collections::HashMap;
 
 /// The scenario as run: the file's text, and the effective parameters after overrides.
 pub fn write_inputs(ctx: &RunContext) -> anyhow::Result<()> {
@@ -30,22 +25,7 @@ pub fn write_inputs(ctx: &RunContext) -> anyhow::Result<()> {
 /// Saves logs/<name>.log for every container of the run (found by label, so it also works
 /// after an abort). Best effort: a missing log must not stop the teardown.
 pub async fn save_container_logs(docker: &Docker, run_id: &str, dir: &crate::run_store::RunDir) {
-    let filters = HashMap::from([("label".to_string(), vec![format!("{RUN_LABEL}={run_id}")])]);
-    let Ok(containers) =
-        docker.list_containers(Some(ListContainersOptions { all: true, filters: Some(filters), ..Default::default() })).await
-    else {
-        return;
-    };
-    for c in containers {
-        let name = c.labels.as_ref().and_then(|l| l.get("lockchaos.name")).cloned().unwrap_or_else(|| "unknown".into());
-        let opts = LogsOptions { stdout: true, stderr: true, ..Default::default() };
-        let mut stream = docker.logs(c.id.as_deref().unwrap_or_default(), Some(opts));
-        let mut out = String::new();
-        while let Some(Ok(chunk)) = stream.next().await {
-            out.push_str(&chunk.to_string());
-        }
-        let _ = std::fs::write(dir.path.join("logs").join(format!("{name}.log")), out);
-    }
+    crate::containers::teardown::save_logs(docker, run_id, &dir.path.join("logs")).await
 }
 
 /// Merges the history, checks it, writes results.json and report.html, points store/latest.
@@ -62,16 +42,9 @@ pub fn check_and_report(
     if let Some(e) = &error {
         warnings.push(e.clone());
     }
-    let mut opts = CheckOptions::default();
-    // The lock itself as a mutex: informational (a lease lock under faults is not one), but it
-    // shows, porcupine-style, the first grant that no mutex could have made.
-    opts.linearizability = Some((checker::linearizability::ModelKind::Mutex, std::time::Duration::from_secs(30)));
-    let check = checker::check(&events, &opts);
-    let mut outcome = Outcome::of_verdict(check.outcome);
+    let check = checker::check(&events, &crate::run_verdict::check_options());
     // A cut-short run can show a violation, but cannot vouch for safety.
-    if interrupted && outcome == Outcome::Safe {
-        outcome = Outcome::Unknown;
-    }
+    let mut outcome = Outcome::of_verdict(crate::run_verdict::vouched(check.outcome, interrupted));
     // A run whose faults did not all take effect did not test what the scenario claims, whatever
     // its record shows.
     if !record.not_applied.is_empty() {
