@@ -56,18 +56,26 @@ pub fn controller_id() -> String {
     format!("{pid}:{}", process_start(pid).unwrap_or(0))
 }
 
-/// Whether the process a controller label names is still running.
+/// Whether the process a controller label names is still running. A zombie (killed, not yet
+/// reaped by its parent) is not: it will never tear its run down.
 pub fn controller_alive(label: &str) -> bool {
     let Some((pid, start)) = label.split_once(':') else { return false };
     let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else { return false };
-    process_start(pid) == Some(start)
+    process_stat(pid).is_some_and(|(state, started)| started == start && !matches!(state, 'Z' | 'X'))
 }
 
 /// Field 22 of /proc/PID/stat: start time after boot, in clock ticks.
 fn process_start(pid: u32) -> Option<u64> {
+    process_stat(pid).map(|(_, start)| start)
+}
+
+/// State (field 3) and start time (field 22) from /proc/PID/stat.
+fn process_stat(pid: u32) -> Option<(char, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: count from after it.
-    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    Some((state, fields.nth(18)?.parse().ok()?))
 }
 
 #[cfg(test)]
@@ -79,6 +87,22 @@ mod tests {
         let (pid, start) = me.split_once(':').unwrap();
         assert!(!super::controller_alive(&format!("{pid}:{}", start.parse::<u64>().unwrap() + 1)), "same PID, other start");
         assert!(!super::controller_alive("4194999:1") && !super::controller_alive("garbage"));
+    }
+
+    #[test]
+    fn a_killed_controller_not_yet_reaped_is_gone() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let label = format!("{pid}:{}", super::process_start(pid).unwrap_or(0));
+        // Not waited for yet: once it has exited it is a zombie, with /proc/PID/stat still there.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while super::process_stat(pid).is_some_and(|(state, _)| state != 'Z') {
+            assert!(std::time::Instant::now() < deadline, "{pid} never became a zombie");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let alive = super::controller_alive(&label);
+        child.wait().unwrap();
+        assert!(!alive, "{label}");
     }
 
     #[test]
