@@ -14,6 +14,7 @@ pub mod lock_backends;
 pub mod matrix;
 pub mod nemesis;
 pub mod node_image;
+pub mod orphans;
 pub mod preflight;
 pub mod reporters;
 pub mod resource;

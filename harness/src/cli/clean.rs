@@ -1,23 +1,46 @@
-//! `lockchaos clean [--all]`: removes what runs left behind (see containers::teardown).
+//! `lockchaos clean [--all]`: finishes the runs whose lockchaos process is gone (see orphans.rs)
+//! and says which runs it finished and where their results are.
 
-use harness::containers::{docker_api, teardown};
+use harness::containers::docker_api;
+use harness::orphans::{self, Finish};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Also remove the containers and networks of runs still going.
+    /// Also stop the runs still going (their lockchaos processes write their own results).
     #[arg(long)]
     all: bool,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let docker = docker_api::connect().await?;
-    let removed = teardown::remove_leftovers(&docker, args.all).await?;
-    let live = if removed.skipped_live > 0 {
-        format!("; left {} item(s) of runs still going (--all removes them too)", removed.skipped_live)
-    } else {
-        String::new()
-    };
-    println!("removed {} container(s) and {} network(s){live}", removed.containers, removed.networks);
-    Ok(ExitCode::SUCCESS)
+    let report = orphans::clean(&docker, args.all).await?;
+    for run in &report.runs {
+        let woke = if run.woken.is_empty() { String::new() } else { format!("woke {} (stopped), ", run.woken.join(", ")) };
+        let removed = format!("{woke}removed {} container(s) and {} network(s)", run.removed.containers, run.removed.networks);
+        let folder = run.folder.as_ref().map(|f| f.display().to_string()).unwrap_or_default();
+        match &run.finish {
+            Finish::Finished { outcome } => {
+                println!(
+                    "finished {}: {removed}; outcome {outcome} (interrupted): history.jsonl, results.json, report.html in {folder}",
+                    run.run_id
+                )
+            }
+            Finish::HadResults => println!("removed {}: {removed}; its results were already in {folder}", run.run_id),
+            Finish::NotWritten(why) => println!("removed {}: {removed}; nothing written: {why}", run.run_id),
+            Finish::LeftToItsProcess => {
+                println!("stopped {} (still going, --all): {removed}; its lockchaos process writes its results in {folder}", run.run_id)
+            }
+        }
+    }
+    if report.runs.is_empty() {
+        println!("no run left anything behind");
+    }
+    if !report.live_left.is_empty() {
+        println!("left {} run(s) still going (--all stops them too): {}", report.live_left.len(), report.live_left.join(", "));
+    }
+    for e in &report.errors {
+        eprintln!("error: {e}");
+    }
+    Ok(if report.errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
