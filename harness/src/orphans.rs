@@ -145,7 +145,7 @@ async fn finish_run(docker: &Docker, run_id: &str, found: &FoundRun, live: bool,
                 Finish::NotWritten(format!("{e:#}"))
             }
         },
-        (false, None, Some(folder)) => Finish::NotWritten(format!("its run folder {} is gone", folder.display())),
+        (false, None, Some(folder)) => Finish::NotWritten(format!("its run folder {} is gone (or has no run.json)", folder.display())),
         (false, None, None) => {
             Finish::NotWritten(format!("no run folder known (no {RUN_DIR_LABEL} label and no container left to find it by)"))
         }
@@ -168,18 +168,18 @@ async fn wake_stopped(docker: &Docker, containers: &[ContainerSummary]) -> Vec<S
         if !matches!(state, ContainerSummaryStateEnum::RUNNING | ContainerSummaryStateEnum::PAUSED) {
             continue;
         }
-        // `ps` state T = stopped. When ps cannot say, wake the container anyway: SIGCONT to a
-        // running process does nothing.
-        let stopped = match docker.top_processes(id, Some(TopOptions { ps_args: "-o pid,stat".into() })).await {
-            Ok(top) => top.processes.unwrap_or_default().iter().any(|p| p.get(1).is_some_and(|stat| stat.starts_with('T'))),
-            Err(_) => true,
-        };
-        if !stopped {
+        // `ps` state T = stopped. When ps cannot say, wake the container anyway (SIGCONT to a
+        // running process does nothing), without claiming it was stopped.
+        let stopped = docker.top_processes(id, Some(TopOptions { ps_args: "-o pid,stat".into() })).await.ok().map(|top| {
+            let column = top.titles.unwrap_or_default().iter().position(|t| t == "STAT");
+            top.processes.unwrap_or_default().iter().any(|p| column.and_then(|c| p.get(c)).is_some_and(|stat| stat.starts_with('T')))
+        });
+        if stopped == Some(false) {
             continue;
         }
         let _ = docker.kill_container(id, Some(KillContainerOptions { signal: "SIGCONT".into() })).await;
         exec_quietly(docker, id, &["/bin/kill", "-CONT", "-1"]).await;
-        if !woken.contains(&name) {
+        if stopped == Some(true) && !woken.contains(&name) {
             woken.push(name);
         }
     }
