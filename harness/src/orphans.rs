@@ -262,11 +262,24 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
         interrupted: true,
         workers,
         warnings,
+        not_applied: skipped_faults(&events),
         properties: check,
     };
     run_verdict::write(&dir, &results, &events)?;
     run_store::write_index(&dir.store)?;
     Ok(outcome)
+}
+
+/// The steps the nemesis recorded as skipped before the run was cut short (the rest of what it
+/// knew went with its process).
+fn skipped_faults(events: &[checker::Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| results::FaultPhase::of_event(e) == Some(results::FaultPhase::Skipped))
+        .map(|e| {
+            format!("{} on {} did not take effect: {}", e.f, e.node.as_deref().unwrap_or("?"), e.error.as_deref().unwrap_or("skipped"))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -44,7 +44,6 @@ impl RunDir {
         let suffix: u16 = rand::random();
         let run_id = format!("{scenario}-{}-{suffix:04x}", folder.to_lowercase());
         let store = store.canonicalize().with_context(|| format!("cannot resolve the store {}", store.display()))?;
-        crate::containers::note_run_dir(&run_id, &path);
         Ok(RunDir { store, path, started, run_id })
     }
 

@@ -12,7 +12,7 @@ use bollard::Docker;
 use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// What a container is for; also its label `lockchaos.role`, and its host-part address range.
@@ -62,6 +62,8 @@ pub struct Member {
 pub struct Cluster {
     pub docker: Docker,
     pub run_id: String,
+    /// The run's folder, in every container's and network's labels.
+    run_dir: PathBuf,
     pub network: String,
     /// First three octets of the run's /24.
     prefix: [u8; 3],
@@ -71,7 +73,7 @@ pub struct Cluster {
 
 impl Cluster {
     /// Creates the run's network on a free 10.213.X.0/24 (a random X; retried on overlap).
-    pub async fn create(docker: Docker, run_id: &str, image: &str, seed: u64) -> anyhow::Result<Cluster> {
+    pub async fn create(docker: Docker, run_id: &str, run_dir: &Path, image: &str, seed: u64) -> anyhow::Result<Cluster> {
         let network = format!("lockchaos-{run_id}");
         let mut last_err = None;
         for attempt in 0..32u64 {
@@ -88,12 +90,20 @@ impl Cluster {
                     }]),
                     ..Default::default()
                 }),
-                labels: Some(super::run_labels(run_id)),
+                labels: Some(super::run_labels(run_id, run_dir)),
                 ..Default::default()
             };
             match docker.create_network(req).await {
                 Ok(_) => {
-                    return Ok(Cluster { docker, run_id: run_id.into(), network, prefix, members: Mutex::new(vec![]), image: image.into() })
+                    return Ok(Cluster {
+                        docker,
+                        run_id: run_id.into(),
+                        run_dir: run_dir.to_path_buf(),
+                        network,
+                        prefix,
+                        members: Mutex::new(vec![]),
+                        image: image.into(),
+                    })
                 }
                 Err(e) if e.to_string().contains("overlap") => last_err = Some(e),
                 Err(e) => return Err(e).context("cannot create the run's Docker network"),
@@ -133,7 +143,7 @@ impl Cluster {
     /// killed by a fault, now replaced) is removed first.
     pub async fn start(&self, spec: ContainerSpec) -> anyhow::Result<Member> {
         let ip = self.ip(spec.host_octet);
-        let mut labels = super::run_labels(&self.run_id);
+        let mut labels = super::run_labels(&self.run_id, &self.run_dir);
         labels.insert(ROLE_LABEL.to_string(), spec.role.label().to_string());
         labels.insert(NAME_LABEL.to_string(), spec.name.clone());
         let binds =

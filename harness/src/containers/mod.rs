@@ -10,8 +10,8 @@ pub mod teardown;
 
 pub use cluster::{Cluster, ContainerSpec, Role};
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
 
 /// Label on every container and network a run creates; its value is the run id.
 pub const RUN_LABEL: &str = "lockchaos.run";
@@ -31,23 +31,14 @@ pub const NAME_LABEL: &str = "lockchaos.name";
 /// whose lockchaos process is gone: merge, check and write its results where they belong.
 pub const RUN_DIR_LABEL: &str = "lockchaos.run_dir";
 
-/// Run folders by run id, noted by `run_store::RunDir::create`. The cluster is created from the
-/// run id alone; this is how its labels learn the folder without every caller passing it.
-static RUN_DIRS: std::sync::Mutex<BTreeMap<String, PathBuf>> = std::sync::Mutex::new(BTreeMap::new());
-
-/// Records the folder of a run, for the `lockchaos.run_dir` label of what the run creates.
-pub fn note_run_dir(run_id: &str, dir: &Path) {
-    RUN_DIRS.lock().unwrap_or_else(|e| e.into_inner()).insert(run_id.to_string(), dir.to_path_buf());
-}
-
 /// The labels of everything a run creates: its run id, this process as its controller, and
-/// its folder when known.
-pub fn run_labels(run_id: &str) -> HashMap<String, String> {
-    let mut labels = HashMap::from([(RUN_LABEL.to_string(), run_id.to_string()), (CONTROLLER_LABEL.to_string(), controller_id())]);
-    if let Some(dir) = RUN_DIRS.lock().unwrap_or_else(|e| e.into_inner()).get(run_id) {
-        labels.insert(RUN_DIR_LABEL.to_string(), dir.display().to_string());
-    }
-    labels
+/// its folder.
+pub fn run_labels(run_id: &str, run_dir: &Path) -> HashMap<String, String> {
+    HashMap::from([
+        (RUN_LABEL.to_string(), run_id.to_string()),
+        (CONTROLLER_LABEL.to_string(), controller_id()),
+        (RUN_DIR_LABEL.to_string(), run_dir.display().to_string()),
+    ])
 }
 
 /// This process's controller label value.
@@ -106,11 +97,8 @@ mod tests {
     }
 
     #[test]
-    fn a_noted_run_folder_is_in_its_labels() {
-        let labels = super::run_labels("labels-test-unnoted");
-        assert!(!labels.contains_key(super::RUN_DIR_LABEL), "{labels:?}");
-        super::note_run_dir("labels-test", std::path::Path::new("/store/demo/20260101T000000Z"));
-        let labels = super::run_labels("labels-test");
+    fn a_runs_labels_name_its_id_controller_and_folder() {
+        let labels = super::run_labels("labels-test", std::path::Path::new("/store/demo/20260101T000000Z"));
         assert_eq!(labels[super::RUN_DIR_LABEL], "/store/demo/20260101T000000Z");
         assert_eq!(labels[super::RUN_LABEL], "labels-test");
         assert_eq!(labels[super::CONTROLLER_LABEL], super::controller_id());

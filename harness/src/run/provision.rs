@@ -49,7 +49,7 @@ pub fn container_spec(ctx: &RunContext, name: &str, role: Role, cmd: Vec<String>
 
 pub async fn provision(docker: Docker, ctx: &RunContext) -> anyhow::Result<Provisioned> {
     let s = &ctx.loaded.scenario;
-    let cluster = Cluster::create(docker, &ctx.dir.run_id, IMAGE, ctx.seed).await?;
+    let cluster = Cluster::create(docker, &ctx.dir.run_id, &ctx.dir.path, IMAGE, ctx.seed).await?;
     let backend = s.backend_setup();
     for i in 1..=backend.node_count() {
         let cmd = vec!["sleep".into(), "infinity".into()];
