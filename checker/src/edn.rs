@@ -18,13 +18,8 @@ pub mod reader;
 pub use reader::{read_one, Edn, ReadError};
 
 use crate::history::{Event, EventType, Process};
-use crate::parse::{parse_history, HistoryError, HistoryFormat, LineError, ParsedHistory};
+use crate::line_error::LineError;
 use serde_json::Value;
-
-/// Parses EDN op maps, one per line (see the module docs).
-pub fn parse_edn(text: &str) -> Result<ParsedHistory, HistoryError> {
-    parse_history(text, Some(HistoryFormat::Edn))
-}
 
 /// One line of an EDN history: `line_no` is 1-based, `ordinal` the number of events before it.
 /// A line of only commas and comments holds no event.

@@ -8,17 +8,19 @@ pub mod edn;
 pub mod fencing;
 pub mod history;
 pub mod holder_overlap;
+mod line_error;
 pub mod linearizability;
 pub mod parse;
 pub mod resource_safety;
 pub mod verdict;
 
 pub use availability::{acquire_outcomes, check_availability, AcquireOutcome, Availability, Percentiles};
-pub use edn::parse_edn;
 pub use fencing::{check_fencing, Fencing, TokenPair, TokenRef};
 pub use history::{Event, EventType, Process};
 pub use holder_overlap::{check_holder_overlap, HolderOverlap, Overlap, OverlapStats};
-pub use parse::{parse_history, parse_jsonl, read_history_file, read_history_file_as, HistoryError, HistoryFormat, ParsedHistory};
+pub use parse::{
+    parse_edn, parse_history, parse_jsonl, read_history_file, read_history_file_as, HistoryError, HistoryFormat, ParsedHistory,
+};
 pub use resource_safety::{check_resource_safety, Interleaving, ResourceSafety, WriteRef};
 pub use verdict::Verdict;
 

@@ -5,6 +5,7 @@
 //! killed mid-write leaves exactly that, and the events before it are still good evidence.
 
 use crate::history::Event;
+use crate::line_error::LineError;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -98,6 +99,11 @@ pub fn parse_jsonl(text: &str) -> Result<ParsedHistory, HistoryError> {
     parse_bytes(text.as_bytes(), None, HistoryFormat::Jsonl)
 }
 
+/// Parses Jepsen EDN op maps, one per line (see [`crate::edn`] for how they are read).
+pub fn parse_edn(text: &str) -> Result<ParsedHistory, HistoryError> {
+    parse_history(text, Some(HistoryFormat::Edn))
+}
+
 /// Parses history text in `format`, or in the format [`HistoryFormat::sniff`] finds.
 pub fn parse_history(text: &str, format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
     let format = format.unwrap_or_else(|| HistoryFormat::sniff(text.as_bytes()));
@@ -118,13 +124,6 @@ pub fn read_history_file_as(path: &Path, format: Option<HistoryFormat>) -> Resul
     let bytes = std::fs::read(path).map_err(|source| HistoryError::Io { path: path.to_path_buf(), source })?;
     let format = format.or_else(|| HistoryFormat::from_path(path)).unwrap_or_else(|| HistoryFormat::sniff(&bytes));
     parse_bytes(&bytes, Some(path), format)
-}
-
-/// One line that did not parse. `eof` = the input ended inside a value: on an unterminated
-/// last line that is a cut line (a warning), anywhere else a malformed one.
-pub(crate) struct LineError {
-    pub message: String,
-    pub eof: bool,
 }
 
 fn parse_bytes(bytes: &[u8], path: Option<&Path>, format: HistoryFormat) -> Result<ParsedHistory, HistoryError> {
