@@ -6,6 +6,7 @@
 
 use crate::history::Event;
 use crate::line_error::LineError;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -57,16 +58,21 @@ impl HistoryFormat {
     /// By content: an op map opening with a keyword (`{:process …`), a tagged record
     /// (`#jepsen.history.Op{…`) or a `;` comment is EDN; anything else is taken as JSON lines.
     pub fn sniff(bytes: &[u8]) -> HistoryFormat {
+        HistoryFormat::sniff_content(bytes).unwrap_or(HistoryFormat::Jsonl)
+    }
+
+    /// As [`HistoryFormat::sniff`], `None` when there is nothing but whitespace and commas.
+    fn sniff_content(bytes: &[u8]) -> Option<HistoryFormat> {
         let blank = |b: &u8| b.is_ascii_whitespace() || *b == b',';
         let mut rest = bytes.iter().skip_while(|b| blank(b));
-        match rest.next() {
-            Some(b'{') => match rest.find(|b| !blank(b)) {
+        Some(match rest.next()? {
+            b'{' => match rest.find(|b| !blank(b)) {
                 Some(b':') => HistoryFormat::Edn,
                 _ => HistoryFormat::Jsonl,
             },
-            Some(b'#' | b';') => HistoryFormat::Edn,
+            b'#' | b';' => HistoryFormat::Edn,
             _ => HistoryFormat::Jsonl,
-        }
+        })
     }
 
     pub fn as_str(self) -> &'static str {
@@ -94,20 +100,26 @@ impl std::str::FromStr for HistoryFormat {
     }
 }
 
+/// The longest line read, newline excluded. Far above any event (ours are a few hundred bytes,
+/// a Jepsen op with a large value some kilobytes), and reached within moments on endless input
+/// without newlines (/dev/zero), which is then an error instead of memory eaten until none is left.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
 /// Parses JSON-lines text (the history format: see the README, "What a run leaves in the store").
-pub fn parse_jsonl(text: &str) -> Result<ParsedHistory, HistoryError> {
-    parse_bytes(text.as_bytes(), None, HistoryFormat::Jsonl)
+pub fn parse_jsonl(text: impl AsRef<[u8]>) -> Result<ParsedHistory, HistoryError> {
+    read_events(text.as_ref(), None, Some(HistoryFormat::Jsonl))
 }
 
 /// Parses Jepsen EDN op maps, one per line (see [`crate::edn`] for how they are read).
-pub fn parse_edn(text: &str) -> Result<ParsedHistory, HistoryError> {
-    parse_history(text, Some(HistoryFormat::Edn))
+pub fn parse_edn(text: impl AsRef<[u8]>) -> Result<ParsedHistory, HistoryError> {
+    read_events(text.as_ref(), None, Some(HistoryFormat::Edn))
 }
 
-/// Parses history text in `format`, or in the format [`HistoryFormat::sniff`] finds.
-pub fn parse_history(text: &str, format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
-    let format = format.unwrap_or_else(|| HistoryFormat::sniff(text.as_bytes()));
-    parse_bytes(text.as_bytes(), None, format)
+/// Parses history text (bytes: a cut multi-byte character is a truncated line, not an
+/// unreadable input) in `format`, or in the format [`HistoryFormat::sniff`] finds in its
+/// first line that is not blank.
+pub fn parse_history(text: impl AsRef<[u8]>, format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
+    read_events(text.as_ref(), None, format)
 }
 
 /// Reads and parses a history file, JSON lines or EDN by extension, else by content (see
@@ -117,50 +129,63 @@ pub fn read_history_file(path: &Path) -> Result<ParsedHistory, HistoryError> {
 }
 
 /// Reads a history file in `format`; `None` decides by extension (`.edn`, `.jsonl`), and
-/// failing that by content.
+/// failing that by content. The file is read line by line, never whole (see [`MAX_LINE_BYTES`]).
 pub fn read_history_file_as(path: &Path, format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
-    // Bytes, not a String: a run killed mid-write can cut a multi-byte character in half,
-    // and that must surface as a truncated last line, not as an unreadable file.
-    let bytes = std::fs::read(path).map_err(|source| HistoryError::Io { path: path.to_path_buf(), source })?;
-    let format = format.or_else(|| HistoryFormat::from_path(path)).unwrap_or_else(|| HistoryFormat::sniff(&bytes));
-    parse_bytes(&bytes, Some(path), format)
+    let file = std::fs::File::open(path).map_err(|source| HistoryError::Io { path: path.to_path_buf(), source })?;
+    let format = format.or_else(|| HistoryFormat::from_path(path));
+    read_events(BufReader::with_capacity(1 << 16, file), Some(path), format)
 }
 
-fn parse_bytes(bytes: &[u8], path: Option<&Path>, format: HistoryFormat) -> Result<ParsedHistory, HistoryError> {
-    match format {
-        HistoryFormat::Jsonl => parse_lines(bytes, path, |line, _, _| {
-            serde_json::from_slice::<Event>(line).map(Some).map_err(|e| LineError { message: describe(&e), eof: e.is_eof() })
-        }),
-        HistoryFormat::Edn => parse_lines(bytes, path, crate::edn::parse_line),
-    }
-}
-
-/// Runs `parse_line(line, line_number, events_so_far)` on every non-blank line; `None` from
-/// it = the line holds no event (an EDN comment).
-fn parse_lines(
-    bytes: &[u8],
-    path: Option<&Path>,
-    mut parse_line: impl FnMut(&[u8], usize, usize) -> Result<Option<Event>, LineError>,
-) -> Result<ParsedHistory, HistoryError> {
-    let ends_with_newline = bytes.last() == Some(&b'\n');
+/// Reads `reader` line by line and parses every line that is not blank. Lines are bytes, not
+/// text: a run killed mid-write can cut a multi-byte character in half, and that must surface
+/// as a truncated last line, not as an unreadable file. `format` `None` = sniffed from the
+/// first line with content.
+fn read_events(mut reader: impl BufRead, path: Option<&Path>, mut format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
     let mut out = ParsedHistory::default();
-    let mut lines = bytes.split(|&b| b == b'\n').enumerate().peekable();
-    while let Some((i, raw)) = lines.next() {
-        let line_no = i + 1;
-        // After a final '\n', split yields one empty piece: it is blank and skipped below.
-        let unterminated = lines.peek().is_none() && !ends_with_newline;
-        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+    let mut buf = Vec::new();
+    let mut line_no = 0;
+    let line_error = |line: usize, message: String| HistoryError::Line { path: path.map(Path::to_path_buf), line, message };
+    loop {
+        buf.clear();
+        let read = (&mut reader).take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut buf);
+        let n = read.map_err(|source| HistoryError::Io { path: path.unwrap_or(Path::new("-")).to_path_buf(), source })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let line = buf.strip_suffix(b"\n");
+        let unterminated = line.is_none();
+        let line = line.unwrap_or(&buf);
+        if line.len() > MAX_LINE_BYTES {
+            return Err(line_error(line_no, format!("line longer than {} MiB: not a history event", MAX_LINE_BYTES >> 20)));
+        }
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match parse_line(line, line_no, out.events.len()) {
+        let format = match format {
+            Some(f) => f,
+            // Only commas (blank in EDN) before the first op: nothing to tell the format by yet.
+            None => match HistoryFormat::sniff_content(line) {
+                Some(f) => *format.insert(f),
+                None => continue,
+            },
+        };
+        let parsed = match format {
+            HistoryFormat::Jsonl => {
+                serde_json::from_slice::<Event>(line).map(Some).map_err(|e| LineError { message: describe(&e), eof: e.is_eof() })
+            }
+            HistoryFormat::Edn => crate::edn::parse_line(line, line_no, out.events.len()),
+        };
+        match parsed {
+            // `None`: the line holds no event (an EDN comment).
             Ok(event) => out.events.extend(event),
             // Only an end-of-input error is a cut line: an unterminated line that is complete
             // but not an event was written whole, so it is malformed like any other.
             Err(e) if unterminated && e.eof => {
                 out.warnings.push(format!("{}: truncated last line ignored ({})", location(path, line_no), e.message))
             }
-            Err(e) => return Err(HistoryError::Line { path: path.map(Path::to_path_buf), line: line_no, message: e.message }),
+            Err(e) => return Err(line_error(line_no, e.message)),
         }
     }
     Ok(out)
@@ -316,10 +341,22 @@ mod tests {
     }
 
     #[test]
+    fn a_line_longer_than_16_mib_is_an_error_naming_it() {
+        let long = format!("{{\"time\":1,\"f\":\"{}\"}}", "x".repeat(16 << 20));
+        let (line, message) = line_error(&format!("{A}\n{long}\n{B}\n"));
+        assert_eq!(line, 2);
+        assert!(message.starts_with("line longer than 16 MiB"), "{message}");
+        // Unterminated too (/dev/zero): too long is an error, never a truncated last line.
+        let (line, message) = line_error(&format!("{A}\n{}", "\0".repeat((16 << 20) + 1)));
+        assert_eq!(line, 2);
+        assert!(message.starts_with("line longer than 16 MiB"), "{message}");
+    }
+
+    #[test]
     fn truncated_multibyte_character_is_a_truncated_line() {
         let mut bytes = format!("{A}\n").into_bytes();
         bytes.extend_from_slice(b"{\"time\":1,\"process\":\"\xc3");
-        let h = parse_bytes(&bytes, None, HistoryFormat::Jsonl).unwrap();
+        let h = parse_jsonl(&bytes).unwrap();
         assert_eq!(h.events.len(), 1);
         assert_eq!(h.warnings.len(), 1);
     }

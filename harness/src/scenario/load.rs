@@ -4,6 +4,7 @@
 
 use super::validate::validate;
 use super::Scenario;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// A scenario file that could not be used: `file:line: field 'a.b': what is wrong`.
@@ -33,13 +34,20 @@ impl LoadedScenario {
     }
 }
 
+/// The largest scenario file read. Ours are a few kilobytes; anything near this is not a
+/// scenario (`lockchaos scenario /dev/zero` would otherwise read until memory runs out).
+pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+
 pub fn load_file(path: &Path) -> Result<LoadedScenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-        file: path.to_path_buf(),
-        line: None,
-        field: None,
-        message: format!("cannot read: {e}"),
-    })?;
+    let err = |message: String| ScenarioError { file: path.to_path_buf(), line: None, field: None, message };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| err(format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(err(format!("larger than {} MiB: not a scenario file", MAX_SCENARIO_BYTES >> 20)));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| err(format!("cannot read: not UTF-8 text ({})", e.utf8_error())))?;
     load_text(text, path)
 }
 
@@ -97,4 +105,19 @@ fn line_of_field(text: &str, field: &str) -> Option<usize> {
         best = item.span().or(best);
     }
     best.map(|s| line_of_offset(text, s.start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_over_1_mib_is_refused_by_size_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.toml");
+        // Valid TOML (comments), so only its size is wrong with it.
+        std::fs::write(&path, "# padding\n".repeat(120_000)).unwrap();
+        let err = load_file(&path).unwrap_err().to_string();
+        assert_eq!(err, format!("{}: larger than 1 MiB: not a scenario file", path.display()));
+    }
 }

@@ -1,0 +1,91 @@
+//! What `lockchaos check` and `lockchaos scenario` do with input that is not a history or a
+//! scenario file: endless input ends with an error within seconds, Ctrl-C ends a check that
+//! waits for input. No Docker.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `command` for at most `limit`; `None` if it was still running then (it is killed).
+fn run_for(mut command: Command, limit: Duration) -> Option<Output> {
+    let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    None
+}
+
+fn lockchaos(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lockchaos"));
+    c.args(args);
+    c
+}
+
+/// /dev/zero never ends and has no newline: the first line is too long to be an event, so the
+/// check ends at once with an error naming it (it used to read until memory ran out).
+#[test]
+fn check_of_endless_input_is_an_error_within_seconds() {
+    for format in ["jsonl", "edn"] {
+        let out = run_for(lockchaos(&["check", "--format", format, "/dev/zero"]), Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("check --format {format} /dev/zero still running after 5 s"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("/dev/zero:1: line longer than"), "{err}");
+    }
+}
+
+/// A scenario file is a few kilobytes; /dev/zero is refused by size, naming the file.
+#[test]
+fn scenario_from_endless_input_is_an_error_within_seconds() {
+    let out = run_for(lockchaos(&["scenario", "/dev/zero"]), Duration::from_secs(5)).expect("scenario /dev/zero still running after 5 s");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("/dev/zero: larger than 1 MiB"), "{err}");
+}
+
+/// `check` installs no signal handler, so Ctrl-C (SIGINT) ends it, even while it waits for
+/// input that never comes (a FIFO nobody writes). The child gets SIGINT's default action
+/// explicitly: a shell's background job inherits SIGINT ignored, and so would this test.
+#[test]
+fn sigint_ends_a_check_waiting_for_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("history.jsonl");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let mut child = Command::new("env")
+        .arg("--default-signal=INT")
+        .arg(env!("CARGO_BIN_EXE_lockchaos"))
+        .arg("check")
+        .arg(&fifo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Opened for writing and kept open: the check's read blocks instead of seeing the end.
+    let writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "check ended before any input");
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(2) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("check still running 2 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(writer);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(nix::sys::signal::Signal::SIGINT as i32), "{status:?}");
+    assert!(Path::new(&fifo).exists());
+}
