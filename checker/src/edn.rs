@@ -22,8 +22,9 @@ use crate::line_error::LineError;
 use serde_json::Value;
 
 /// One line of an EDN history: `line_no` is 1-based, `ordinal` the number of events before it.
-/// A line of only commas and comments holds no event.
-pub(crate) fn parse_line(line: &[u8], line_no: usize, ordinal: usize) -> Result<Option<Event>, LineError> {
+/// A line of only commas and comments holds no event. With the event: whether the op gave its
+/// `:time` (the history rules move stand-in times when they reorder).
+pub(crate) fn parse_line(line: &[u8], line_no: usize, ordinal: usize) -> Result<Option<(Event, bool)>, LineError> {
     let text = std::str::from_utf8(line).map_err(|e| {
         let column = String::from_utf8_lossy(&line[..e.valid_up_to()]).chars().count() + 1;
         LineError {
@@ -37,7 +38,8 @@ pub(crate) fn parse_line(line: &[u8], line_no: usize, ordinal: usize) -> Result<
         Err(e) if e.eof && is_blank(text) => return Ok(None),
         Err(e) => return Err(LineError { message: e.to_string(), eof: e.eof }),
     };
-    op_to_event(&form, line_no as u64, ordinal as u64).map(Some).map_err(|message| LineError { message, eof: false })
+    let time_given = !matches!(form.get("time"), None | Some(Edn::Nil));
+    op_to_event(&form, line_no as u64, ordinal as u64).map(|e| Some((e, time_given))).map_err(|message| LineError { message, eof: false })
 }
 
 /// Only whitespace, commas and `;` comments.

@@ -7,6 +7,7 @@ pub mod availability;
 pub mod edn;
 pub mod fencing;
 pub mod history;
+pub mod history_rules;
 pub mod holder_overlap;
 mod line_error;
 pub mod linearizability;
@@ -19,7 +20,8 @@ pub use fencing::{check_fencing, Fencing, TokenPair, TokenRef};
 pub use history::{Event, EventType, Process};
 pub use holder_overlap::{check_holder_overlap, HolderOverlap, Overlap, OverlapStats};
 pub use parse::{
-    parse_edn, parse_history, parse_jsonl, read_history_file, read_history_file_as, HistoryError, HistoryFormat, ParsedHistory,
+    parse_edn, parse_history, parse_jsonl, read_history, read_history_file, read_history_file_as, HistoryError, HistoryFormat,
+    ParsedHistory,
 };
 pub use resource_safety::{check_resource_safety, Interleaving, ResourceSafety, WriteRef};
 pub use verdict::Verdict;

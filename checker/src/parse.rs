@@ -5,6 +5,7 @@
 //! killed mid-write leaves exactly that, and the events before it are still good evidence.
 
 use crate::history::Event;
+use crate::history_rules::{self, Origin};
 use crate::line_error::LineError;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -105,43 +106,71 @@ impl std::str::FromStr for HistoryFormat {
 /// without newlines (/dev/zero), which is then an error instead of memory eaten until none is left.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
 
-/// Parses JSON-lines text (the history format: see the README, "What a run leaves in the store").
+/// Parses JSON-lines text (the history format: see the README, "What a run leaves in the
+/// store") as a history: see [`crate::history_rules`].
 pub fn parse_jsonl(text: impl AsRef<[u8]>) -> Result<ParsedHistory, HistoryError> {
-    read_events(text.as_ref(), None, Some(HistoryFormat::Jsonl))
+    read_events(text.as_ref(), None, Some(HistoryFormat::Jsonl), Reading::History)
 }
 
-/// Parses Jepsen EDN op maps, one per line (see [`crate::edn`] for how they are read).
+/// Parses Jepsen EDN op maps, one per line (see [`crate::edn`] for how they are read), as a
+/// history: see [`crate::history_rules`].
 pub fn parse_edn(text: impl AsRef<[u8]>) -> Result<ParsedHistory, HistoryError> {
-    read_events(text.as_ref(), None, Some(HistoryFormat::Edn))
+    read_events(text.as_ref(), None, Some(HistoryFormat::Edn), Reading::History)
 }
 
 /// Parses history text (bytes: a cut multi-byte character is a truncated line, not an
 /// unreadable input) in `format`, or in the format [`HistoryFormat::sniff`] finds in its
-/// first line that is not blank.
+/// first line that is not blank; as a history: see [`crate::history_rules`].
 pub fn parse_history(text: impl AsRef<[u8]>, format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
-    read_events(text.as_ref(), None, format)
+    read_events(text.as_ref(), None, format, Reading::History)
 }
 
-/// Reads and parses a history file, JSON lines or EDN by extension, else by content (see
-/// [`read_history_file_as`]); errors and warnings name the file.
+/// Reads a history file to judge it (what `lockchaos check` does): in `format`, or by extension
+/// (`.edn`, `.jsonl`), failing that by content; line by line, never whole (see
+/// [`MAX_LINE_BYTES`]); then the history rules ([`crate::history_rules`]): index order, and
+/// each client completion after its invoke. Errors and warnings name the file.
+pub fn read_history(path: &Path, format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
+    read_file(path, format, Reading::History)
+}
+
+/// The events of one file as written, in line order, without the history rules: for a part
+/// of a history, such as one party's event log (the run's merge reads workers/*.jsonl this
+/// way, then orders and numbers everything itself). Format as [`read_history`]'s.
 pub fn read_history_file(path: &Path) -> Result<ParsedHistory, HistoryError> {
     read_history_file_as(path, None)
 }
 
-/// Reads a history file in `format`; `None` decides by extension (`.edn`, `.jsonl`), and
-/// failing that by content. The file is read line by line, never whole (see [`MAX_LINE_BYTES`]).
+/// [`read_history_file`] in `format` (`None`: by extension, else by content).
 pub fn read_history_file_as(path: &Path, format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
+    read_file(path, format, Reading::AsWritten)
+}
+
+fn read_file(path: &Path, format: Option<HistoryFormat>, reading: Reading) -> Result<ParsedHistory, HistoryError> {
     let file = std::fs::File::open(path).map_err(|source| HistoryError::Io { path: path.to_path_buf(), source })?;
     let format = format.or_else(|| HistoryFormat::from_path(path));
-    read_events(BufReader::with_capacity(1 << 16, file), Some(path), format)
+    read_events(BufReader::with_capacity(1 << 16, file), Some(path), format, reading)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// The lines' events as they are.
+    AsWritten,
+    /// A history: the history rules apply.
+    History,
 }
 
 /// Reads `reader` line by line and parses every line that is not blank. Lines are bytes, not
 /// text: a run killed mid-write can cut a multi-byte character in half, and that must surface
 /// as a truncated last line, not as an unreadable file. `format` `None` = sniffed from the
 /// first line with content.
-fn read_events(mut reader: impl BufRead, path: Option<&Path>, mut format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
+fn read_events(
+    mut reader: impl BufRead,
+    path: Option<&Path>,
+    mut format: Option<HistoryFormat>,
+    reading: Reading,
+) -> Result<ParsedHistory, HistoryError> {
     let mut out = ParsedHistory::default();
+    let mut origins = Vec::new();
     let mut buf = Vec::new();
     let mut line_no = 0;
     let line_error = |line: usize, message: String| HistoryError::Line { path: path.map(Path::to_path_buf), line, message };
@@ -172,14 +201,18 @@ fn read_events(mut reader: impl BufRead, path: Option<&Path>, mut format: Option
             },
         };
         let parsed = match format {
-            HistoryFormat::Jsonl => {
-                serde_json::from_slice::<Event>(line).map(Some).map_err(|e| LineError { message: describe(&e), eof: e.is_eof() })
-            }
+            HistoryFormat::Jsonl => serde_json::from_slice::<Event>(line)
+                .map(|e| Some((e, true)))
+                .map_err(|e| LineError { message: describe(&e), eof: e.is_eof() }),
             HistoryFormat::Edn => crate::edn::parse_line(line, line_no, out.events.len()),
         };
         match parsed {
-            // `None`: the line holds no event (an EDN comment).
-            Ok(event) => out.events.extend(event),
+            Ok(Some((event, time_given))) => {
+                out.events.push(event);
+                origins.push(Origin { line: line_no, time_given });
+            }
+            // The line holds no event (an EDN comment).
+            Ok(None) => {}
             // Only an end-of-input error is a cut line: an unterminated line that is complete
             // but not an event was written whole, so it is malformed like any other.
             Err(e) if unterminated && e.eof => {
@@ -187,6 +220,9 @@ fn read_events(mut reader: impl BufRead, path: Option<&Path>, mut format: Option
             }
             Err(e) => return Err(line_error(line_no, e.message)),
         }
+    }
+    if reading == Reading::History {
+        history_rules::apply(&mut out.events, &mut origins).map_err(|e| line_error(e.line, e.message))?;
     }
     Ok(out)
 }
@@ -278,7 +314,7 @@ mod tests {
 
     #[test]
     fn complete_unterminated_last_line_is_kept() {
-        let h = parse_jsonl(&format!("{A}\n{B}")).unwrap();
+        let h = parse_jsonl(format!("{A}\n{B}")).unwrap();
         assert_eq!(h.events.len(), 2);
         assert!(h.warnings.is_empty());
     }
@@ -319,7 +355,7 @@ mod tests {
         assert_eq!("edn".parse::<HistoryFormat>(), Ok(Edn));
         assert!("xml".parse::<HistoryFormat>().is_err());
 
-        let edn = "{:process 1, :type :ok, :f :read, :value 5, :time 3}\n";
+        let edn = "{:process :resource, :type :ok, :f :read, :value 5, :time 3}\n";
         let h = parse_history(edn, None).unwrap();
         assert_eq!(h.events[0].value, 5);
         assert!(parse_history(edn, Some(Jsonl)).is_err());

@@ -9,7 +9,7 @@
 //! Adding a case = adding a file. All mismatches are reported together.
 
 use checker::linearizability::{check, ModelKind};
-use checker::read_history_file;
+use checker::read_history;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -51,7 +51,7 @@ fn run_case(model: ModelKind, path: &Path) -> Result<(), String> {
         Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{}: {e}", sidecar.display()))?,
         Err(_) => Value::Object(Default::default()),
     };
-    let events = read_history_file(path).map_err(|e| e.to_string())?.events;
+    let events = read_history(path, None).map_err(|e| e.to_string())?.events;
     let result = check(&events, model, Duration::from_secs(5));
     match (expected, result) {
         ("error", Err(message)) => match refine.get("error").and_then(Value::as_str) {

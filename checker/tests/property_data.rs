@@ -1,6 +1,6 @@
 //! Data-driven tests for resource safety, EDN reading, fencing and holder overlap. Every history in
 //! `tests/data/{resource_safety,edn,fencing,holder_overlap}/` (`NAME.jsonl` or `NAME.edn`) is read with
-//! `read_history_file`, checked, and compared with `NAME.expect.json`:
+//! `read_history`, checked, and compared with `NAME.expect.json`:
 //!
 //! - `description`: what the history shows (not checked);
 //! - `error`: reading must fail with a message containing this text (nothing else is checked);
@@ -15,7 +15,7 @@
 //!
 //! `tests/data/edn_jsonl_pairs/NAME.{edn,jsonl}` must parse to the same events.
 
-use checker::{check, read_history_file, CheckOptions};
+use checker::{check, read_history, CheckOptions};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -49,8 +49,8 @@ fn edn_and_jsonl_of_one_history_give_the_same_events() {
     let edn: Vec<&PathBuf> = edn.iter().filter(|p| has_ext(p, "edn")).collect();
     assert!(edn.len() >= 2, "expected at least 2 pairs");
     for path in edn {
-        let from_edn = read_history_file(path).unwrap();
-        let from_jsonl = read_history_file(&path.with_extension("jsonl")).unwrap();
+        let from_edn = read_history(path, None).unwrap();
+        let from_jsonl = read_history(&path.with_extension("jsonl"), None).unwrap();
         assert!(!from_edn.events.is_empty(), "{}", path.display());
         assert_eq!(from_edn, from_jsonl, "{}", path.display());
     }
@@ -97,7 +97,7 @@ fn run_case(history: &Path) -> Result<(), Vec<String>> {
     let mut problems: Vec<String> =
         expect.keys().filter(|k| !KNOWN_FIELDS.contains(&k.as_str())).map(|k| format!("unknown expectation field `{k}`")).collect();
 
-    let parsed = read_history_file(history);
+    let parsed = read_history(history, None);
     if let Some(wanted) = expect.get("error") {
         let wanted = wanted.as_str().unwrap_or_default();
         match parsed {

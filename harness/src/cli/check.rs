@@ -101,7 +101,8 @@ fn parse_initial(s: &str) -> Result<serde_json::Value, String> {
 /// folder's history.jsonl stands for its run too.
 fn read_input(path: &Path, format: Option<HistoryFormat>) -> anyhow::Result<(PathBuf, ParsedHistory, Option<String>)> {
     // A HistoryError's text names the file and the cause; its source chain would say the cause twice.
-    let read = |file: &Path| checker::read_history_file_as(file, format).map_err(|e| anyhow::anyhow!("{e}"));
+    // check holds a history file to the history rules (index order, paired completions).
+    let read = |file: &Path| checker::read_history(file, format).map_err(|e| anyhow::anyhow!("{e}"));
     if !path.is_dir() {
         let folder = path.parent().filter(|_| path.file_name().is_some_and(|n| n == "history.jsonl"));
         return Ok((path.to_path_buf(), read(path)?, folder.and_then(run_store::cut_short)));
