@@ -159,6 +159,19 @@ mod tests {
     fn commas_comments_and_discard_are_blank() {
         let v = read_one("{:a 1,, :b #_ ignored 2} ; trailing comment").unwrap();
         assert_eq!(to_json(&v), json!({"a": 1, "b": 2}));
+        // Before a closing bracket, after the form, and discarding a discard.
+        let v = read_one("#_ 0 [1 #_ 2 #_ #_ 3 4] #_ {:x 5}").unwrap();
+        assert_eq!(to_json(&v), json!([1]));
+    }
+
+    #[test]
+    fn a_long_run_of_discards_is_read_without_recursion() {
+        // Each `#_ 1` used to cost a stack frame at the same depth, escaping the nesting limit:
+        // a 5 MB line of them overflowed the stack and aborted `lockchaos check`.
+        let text = "#_ 1 ".repeat(1_000_000) + "2";
+        assert_eq!(read_one(&text).unwrap(), Edn::Int(2));
+        // Discards nested in discards still count towards the nesting limit.
+        assert!(read_one(&("#_ ".repeat(1000) + "1")).unwrap_err().message.starts_with("nesting deeper than"));
     }
 
     #[test]

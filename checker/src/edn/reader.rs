@@ -140,7 +140,7 @@ const MAX_DEPTH: usize = 256;
 pub fn read_one(text: &str) -> Result<Edn, ReadError> {
     let mut r = Reader { text, pos: 0 };
     let form = r.form(0)?;
-    r.skip_blank();
+    r.skip_blank_and_discarded(0)?;
     if r.pos < text.len() {
         return Err(r.error("unexpected text after the form"));
     }
@@ -192,6 +192,19 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Blanks and `#_ form`s, which are blank too. A loop, not recursion: a run of discards
+    /// costs no stack; a discard inside a discarded form is nested (`depth + 1`).
+    fn skip_blank_and_discarded(&mut self, depth: usize) -> Result<(), ReadError> {
+        loop {
+            self.skip_blank();
+            if !self.text[self.pos..].starts_with("#_") {
+                return Ok(());
+            }
+            self.pos += 2;
+            self.form(depth + 1)?;
+        }
+    }
+
     /// A run of non-delimiter characters (symbol, keyword, number, character name).
     fn token(&mut self) -> &'a str {
         let start = self.pos;
@@ -205,7 +218,7 @@ impl<'a> Reader<'a> {
         if depth > MAX_DEPTH {
             return Err(self.error(format!("nesting deeper than {MAX_DEPTH}")));
         }
-        self.skip_blank();
+        self.skip_blank_and_discarded(depth)?;
         let start = self.pos;
         let Some(c) = self.bump() else {
             return Err(self.eof("a form"));
@@ -233,7 +246,7 @@ impl<'a> Reader<'a> {
     fn items(&mut self, close: char, depth: usize) -> Result<Vec<Edn>, ReadError> {
         let mut items = Vec::new();
         loop {
-            self.skip_blank();
+            self.skip_blank_and_discarded(depth)?;
             match self.peek() {
                 None => return Err(self.eof(&format!("a collection (expected `{close}`)"))),
                 Some(c) if c == close => {
@@ -322,11 +335,6 @@ impl<'a> Reader<'a> {
             Some('{') => {
                 self.bump();
                 Ok(Edn::Set(self.items('}', depth)?))
-            }
-            Some('_') => {
-                self.bump();
-                self.form(depth + 1)?;
-                self.form(depth)
             }
             Some('#') => {
                 self.bump();
