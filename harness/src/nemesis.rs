@@ -220,11 +220,11 @@ impl Nemesis {
     }
 
     /// Heals every active fault (end of the workload, error or interruption) and drops the
-    /// steps not yet fired: those that were due never took effect, those not yet due were
-    /// past the end of this run.
-    pub async fn heal_all(&mut self, ctx: &FaultContext<'_>, now_ms: u64) -> anyhow::Result<Vec<FaultChange>> {
+    /// steps not yet fired: those that fell due before the workload ended (`ended_ms`) never took
+    /// effect; those due at or after its end were past the end of this run.
+    pub async fn heal_all(&mut self, ctx: &FaultContext<'_>, ended_ms: u64) -> anyhow::Result<Vec<FaultChange>> {
         for step in std::mem::take(&mut self.pending) {
-            if step.at_ms <= now_ms {
+            if step.at_ms < ended_ms {
                 let why = match (step.when, &step.target, step.by) {
                     (Some(Trigger::Acquired), _, Some(k)) => format!("client-{k} was never granted the lock after it fell due"),
                     (Some(Trigger::Acquired), _, None) => "no client was granted the lock after it fell due".into(),
@@ -234,7 +234,7 @@ impl Nemesis {
                     }
                     _ => "it waited behind an earlier step that never fired".into(),
                 };
-                self.skip(&step, "none", format!("{why} (the workload ended at {now_ms} ms)"))?;
+                self.skip(&step, "none", format!("{why} (the workload ended at {ended_ms} ms)"))?;
             }
         }
         let mut changes = vec![];

@@ -111,7 +111,9 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
 
     // Heal before anything else, whatever happened: a stopped worker must not stay stopped.
     events.emit(Event::Stage(Stage::Stop));
-    let ended_ms = ctx.clock.now().saturating_sub(workload_start) / 1_000_000;
+    // A step due at the time limit or later was past the end of this run (e.g. a shortened
+    // --time-limit), not a fault that failed to happen.
+    let ended_ms = (ctx.clock.now().saturating_sub(workload_start) / 1_000_000).min(limit_ms);
     for change in nemesis.heal_all(&fault_ctx, ended_ms).await? {
         report_fault(&events, &mut record, change);
     }
