@@ -41,6 +41,8 @@ pub struct Nemesis {
     clients: u32,
     nodes: u32,
     not_applied: Vec<String>,
+    /// Whether any step of the random schedule was injected.
+    random_fired: bool,
     log: EventLog,
     clock: RunClock,
 }
@@ -67,6 +69,7 @@ impl Nemesis {
             clients,
             nodes,
             not_applied: vec![],
+            random_fired: false,
             log,
             clock,
         }
@@ -118,6 +121,7 @@ impl Nemesis {
                 continue;
             }
             let change = self.inject(ctx, &injection).await?;
+            self.random_fired |= step.from_random_schedule() && change.error.is_none();
             if let Some(e) = &change.error {
                 self.not_applied.push(describe(&step, &injection.target, &format!("its injection failed: {e}")));
             }
@@ -221,27 +225,41 @@ impl Nemesis {
 
     /// Heals every active fault (end of the workload, error or interruption) and drops the
     /// steps not yet fired: those that fell due before the workload ended (`ended_ms`) never took
-    /// effect; those due at or after its end were past the end of this run.
+    /// effect; those due at or after its end were past the end of this run. The random schedule
+    /// is a stream, not a list of promises: its steps the nemesis had not reached when the
+    /// workload ended (late on a busy machine) are past the end like the rest of the stream,
+    /// unless none of its steps took effect at all.
     pub async fn heal_all(&mut self, ctx: &FaultContext<'_>, ended_ms: u64) -> anyhow::Result<Vec<FaultChange>> {
-        for step in std::mem::take(&mut self.pending) {
-            if step.at_ms < ended_ms {
-                let why = match (step.when, &step.target, step.by) {
-                    (Some(Trigger::Acquired), _, Some(k)) => format!("client-{k} was never granted the lock after it fell due"),
-                    (Some(Trigger::Acquired), _, None) => "no client was granted the lock after it fell due".into(),
-                    (Some(Trigger::AfterCheck), ..) => "no client checked its lock before a write after it fell due".into(),
-                    (Some(Trigger::InSection), ..) | (None, Target::Holder, _) => {
-                        "no client entered its critical section after it fell due".into()
-                    }
-                    _ => "it waited behind an earlier step that never fired".into(),
-                };
-                self.skip(&step, "none", format!("{why} (the workload ended at {ended_ms} ms)"))?;
-            }
-        }
+        self.drop_unfired(ended_ms)?;
         let mut changes = vec![];
         for a in std::mem::take(&mut self.active) {
             changes.push(self.heal(ctx, &a.injection).await?);
         }
         Ok(changes)
+    }
+
+    /// The pending steps at the end (see [`Nemesis::heal_all`]): each one due before `ended_ms`
+    /// is recorded as skipped, with why, unless it is part of a random stream that did fire.
+    fn drop_unfired(&mut self, ended_ms: u64) -> anyhow::Result<()> {
+        let mut behind_a_trigger = false;
+        for step in std::mem::take(&mut self.pending) {
+            if step.at_ms >= ended_ms || (step.from_random_schedule() && step.when.is_none() && self.random_fired) {
+                continue;
+            }
+            let why = match (step.when, &step.target, step.by) {
+                (Some(Trigger::Acquired), _, Some(k)) => format!("client-{k} was never granted the lock after it fell due"),
+                (Some(Trigger::Acquired), _, None) => "no client was granted the lock after it fell due".into(),
+                (Some(Trigger::AfterCheck), ..) => "no client checked its lock before a write after it fell due".into(),
+                (Some(Trigger::InSection), ..) | (None, Target::Holder, _) => {
+                    "no client entered its critical section after it fell due".into()
+                }
+                _ if behind_a_trigger => "it waited behind an earlier step that never fired".into(),
+                _ => "the nemesis had not reached it when the workload ended".into(),
+            };
+            behind_a_trigger |= step.when.is_some() || matches!(step.target, Target::Holder | Target::Leader);
+            self.skip(&step, "none", format!("{why} (the workload ended at {ended_ms} ms)"))?;
+        }
+        Ok(())
     }
 
     /// Records a step that did not take effect.
@@ -280,4 +298,61 @@ impl Nemesis {
 fn describe(step: &PlannedFault, target: &str, why: &str) -> String {
     let on = if target == "none" { step.target.to_string() } else { target.to_string() };
     format!("{} ({} on {on}, due at {} ms) did not take effect: {why}", step.origin, step.fault.name(), step.at_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::faults::pause::Pause;
+    use crate::schedule;
+
+    fn step(at_ms: u64, origin: &str, target: Target, when: Option<Trigger>) -> PlannedFault {
+        PlannedFault {
+            at_ms,
+            fault: Fault::Pause(Pause {}),
+            target,
+            duration_ms: 100,
+            when,
+            by: None,
+            origin: origin.into(),
+            drawn_from: None,
+        }
+    }
+
+    fn nemesis(dir: &std::path::Path, plan: Vec<PlannedFault>) -> Nemesis {
+        let log = EventLog::create(&dir.join("nemesis.jsonl")).unwrap();
+        Nemesis::new(plan, log, RunClock::start_now(), 1, 3, 1)
+    }
+
+    #[test]
+    fn steps_left_at_the_end_are_named_with_why_and_a_fired_random_stream_ends_quietly() {
+        let dir = tempfile::tempdir().unwrap();
+        let random = |at| step(at, schedule::RANDOM_ORIGIN, Target::Client(2), None);
+        let plan = vec![
+            step(9000, "nemesis.timeline[0]", Target::Client(1), None),
+            step(9100, "nemesis.timeline[1]", Target::Holder, None),
+            step(9200, "nemesis.timeline[2]", Target::Client(1), None),
+            random(9990),
+            step(10_000, "nemesis.timeline[3]", Target::Client(1), None),
+        ];
+        let mut n = nemesis(dir.path(), plan.clone());
+        n.random_fired = true;
+        n.drop_unfired(10_000).unwrap();
+        let why: Vec<&str> = n.not_applied().iter().map(|w| w.split_once(": ").map_or(w.as_str(), |(_, why)| why)).collect();
+        assert_eq!(
+            why,
+            [
+                "the nemesis had not reached it when the workload ended (the workload ended at 10000 ms)",
+                "no client entered its critical section after it fell due (the workload ended at 10000 ms)",
+                "it waited behind an earlier step that never fired (the workload ended at 10000 ms)",
+            ],
+            "{:?}",
+            n.not_applied()
+        );
+
+        // A random stream none of whose steps took effect claims nothing it did.
+        let mut n = nemesis(dir.path(), vec![random(500), random(9990)]);
+        n.drop_unfired(10_000).unwrap();
+        assert_eq!(n.not_applied().len(), 2, "{:?}", n.not_applied());
+    }
 }

@@ -26,6 +26,16 @@ pub struct PlannedFault {
     pub drawn_from: Option<Target>,
 }
 
+/// The origin of the random schedule's steps.
+pub const RANDOM_ORIGIN: &str = "nemesis.random";
+
+impl PlannedFault {
+    /// Drawn by the random schedule (one of a stream), not written in the timeline.
+    pub fn from_random_schedule(&self) -> bool {
+        self.origin == RANDOM_ORIGIN
+    }
+}
+
 pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, seed: u64) -> Vec<PlannedFault> {
     let mut rng = StdRng::seed_from_u64(seed);
     let draw = |t: &Target, rng: &mut StdRng| match t {
@@ -62,7 +72,7 @@ pub fn plan(nemesis: &Nemesis, clients: u32, nodes: u32, time_limit_ms: u64, see
                 duration_ms,
                 when: None,
                 by: None,
-                origin: "nemesis.random".into(),
+                origin: RANDOM_ORIGIN.into(),
                 drawn_from,
             });
             at += duration_ms + rng.random_range(r.interval_ms[0]..=r.interval_ms[1]);
