@@ -3,6 +3,9 @@
 //! consume their events. The `lockchaos` binary (src/main.rs, src/cli/) is a thin command line
 //! over it. docs/architecture.md describes the parts and how a run flows through them.
 
+#[macro_use]
+pub mod output;
+
 pub mod clock;
 pub mod containers;
 pub mod event_log;

@@ -16,7 +16,7 @@ fn main() -> ExitCode {
     match runtime.block_on(args.command.run()) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            harness::eprint_line!("error: {}", format!("{e:#}").replace('\n', " "));
             ExitCode::from(2)
         }
     }

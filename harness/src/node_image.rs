@@ -318,7 +318,7 @@ mod tests {
             Ok(out) if out.status.success() && !out.stdout.is_empty() => {
                 assert_eq!(h, String::from_utf8(out.stdout).unwrap().trim());
             }
-            other => eprintln!("sha256sum not run ({other:?}); compared with the files only"),
+            other => eprint_line!("sha256sum not run ({other:?}); compared with the files only"),
         }
     }
 

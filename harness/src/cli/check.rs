@@ -80,7 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report =
         CheckReport { file, events: parsed.events.len(), warnings: parsed.warnings, outcome, properties, linearizability: lin, cut_short };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).context("serialising the results")?);
+        harness::print_line!("{}", serde_json::to_string_pretty(&report).context("serialising the results")?);
     } else {
         print_human(&report);
     }
@@ -127,12 +127,12 @@ fn read_input(path: &Path, format: Option<HistoryFormat>) -> anyhow::Result<(Pat
 
 fn print_human(r: &CheckReport) {
     for w in &r.warnings {
-        eprintln!("warning: {w}");
+        harness::eprint_line!("warning: {w}");
     }
     let p = &r.properties;
     let rs = &p.resource_safety;
     let decides = |name: &str| if r.linearizability.is_none() && p.decides_outcome(name) { "" } else { " (informational)" };
-    println!(
+    harness::print_line!(
         "resource_safety: {}{} — lost updates {}, interleaved sections {}, accepted writes {}, rejected writes {}",
         rs.verdict,
         decides("resource_safety"),
@@ -142,7 +142,7 @@ fn print_human(r: &CheckReport) {
         rs.rejected_writes
     );
     let f = &p.fencing;
-    println!(
+    harness::print_line!(
         "fencing: {}{} — grants with token {}, non-increasing grants {}, accepted out of order {}, stale writes rejected {}",
         f.verdict,
         decides("fencing"),
@@ -152,7 +152,7 @@ fn print_human(r: &CheckReport) {
         f.stale_writes_rejected
     );
     let o = &p.holder_overlap;
-    println!(
+    harness::print_line!(
         "holder_overlap: {}{} — overlaps {}, total {:.0} ms, longest {:.0} ms",
         o.verdict,
         decides("holder_overlap"),
@@ -162,12 +162,16 @@ fn print_human(r: &CheckReport) {
     );
     if let Some(l) = &r.linearizability {
         let from = if l.initial.is_null() { String::new() } else { format!(", initial value {}", l.initial) };
-        println!(
+        harness::print_line!(
             "linearizability ({}{from}): {} — {} operations ({} indeterminate) in {} partition(s)",
-            l.model, l.verdict, l.operations, l.indeterminate, l.partitions
+            l.model,
+            l.verdict,
+            l.operations,
+            l.indeterminate,
+            l.partitions
         );
         for failure in &l.failures {
-            println!(
+            harness::print_line!(
                 "  partition {}: linearizable up to {} operation(s); none of operations {:?} can come next (state {})",
                 failure.partition,
                 failure.longest_prefix.len(),
@@ -176,14 +180,14 @@ fn print_human(r: &CheckReport) {
             );
         }
         for p in &l.timed_out_partitions {
-            println!("  partition {p}: undecided within the time limit");
+            harness::print_line!("  partition {p}: undecided within the time limit");
         }
     }
     if let Some(why) = &r.cut_short {
         let history_says = r.linearizability.as_ref().map(|l| l.verdict).unwrap_or(p.outcome);
         let note =
             if history_says == Verdict::Valid { ": its history says valid, but a cut-short run cannot vouch for safety" } else { "" };
-        println!("cut short: {why}{note}");
+        harness::print_line!("cut short: {why}{note}");
     }
-    println!("{}: {} ({} events)", r.file.display(), r.outcome, r.events);
+    harness::print_line!("{}: {} ({} events)", r.file.display(), r.outcome, r.events);
 }

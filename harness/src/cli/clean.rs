@@ -21,26 +21,29 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let folder = run.folder.as_ref().map(|f| f.display().to_string()).unwrap_or_default();
         match &run.finish {
             Finish::Finished { outcome } => {
-                println!(
+                harness::print_line!(
                     "finished {}: {removed}; outcome {outcome} (interrupted): history.jsonl, results.json, report.html in {folder}",
                     run.run_id
                 )
             }
-            Finish::HadResults => println!("removed {}: {removed}; its results were already in {folder}", run.run_id),
-            Finish::NotWritten(why) => println!("removed {}: {removed}; nothing written: {why}", run.run_id),
+            Finish::HadResults => harness::print_line!("removed {}: {removed}; its results were already in {folder}", run.run_id),
+            Finish::NotWritten(why) => harness::print_line!("removed {}: {removed}; nothing written: {why}", run.run_id),
             Finish::LeftToItsProcess => {
-                println!("stopped {} (still going, --all): {removed}; its lockchaos process writes its results in {folder}", run.run_id)
+                harness::print_line!(
+                    "stopped {} (still going, --all): {removed}; its lockchaos process writes its results in {folder}",
+                    run.run_id
+                )
             }
         }
     }
     if report.runs.is_empty() {
-        println!("no run left anything behind");
+        harness::print_line!("no run left anything behind");
     }
     if !report.live_left.is_empty() {
-        println!("left {} run(s) still going (--all stops them too): {}", report.live_left.len(), report.live_left.join(", "));
+        harness::print_line!("left {} run(s) still going (--all stops them too): {}", report.live_left.len(), report.live_left.join(", "));
     }
     for e in &report.errors {
-        eprintln!("error: {e}");
+        harness::eprint_line!("error: {e}");
     }
     Ok(if report.errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }

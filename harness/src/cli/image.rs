@@ -27,8 +27,8 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
     let outcome = node_image::ensure_image(&docker, method, force, &build_line).await;
     events.finish()?;
     match outcome? {
-        EnsureOutcome::AlreadyPresent => println!("{}: up to date", node_image::IMAGE),
-        EnsureOutcome::Built { secs } => println!("{}: built in {secs:.0} s", node_image::IMAGE),
+        EnsureOutcome::AlreadyPresent => harness::print_line!("{}: up to date", node_image::IMAGE),
+        EnsureOutcome::Built { secs } => harness::print_line!("{}: built in {secs:.0} s", node_image::IMAGE),
     }
     Ok(ExitCode::SUCCESS)
 }

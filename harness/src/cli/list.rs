@@ -16,8 +16,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let width = entries.iter().filter_map(|e| e.as_ref().ok()).map(|s| s.name.len()).max().unwrap_or(0);
     for entry in entries {
         match entry {
-            Ok(s) => println!("{:<width$} {:<10} {}", s.name, s.scenario.expect.to_string(), s.scenario.description),
-            Err(e) => println!("{e}"),
+            Ok(s) => harness::print_line!("{:<width$} {:<10} {}", s.name, s.scenario.expect.to_string(), s.scenario.description),
+            Err(e) => harness::print_line!("{e}"),
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -28,7 +28,7 @@ impl Reporter for MatrixReport {
         match event {
             Event::SeriesStarted { scenario, runs } => {
                 let s = &scenario.scenario;
-                println!("== {} ({} × {}), {runs} run(s)", scenario.name, row(s), column(s));
+                print_line!("== {} ({} × {}), {runs} run(s)", scenario.name, row(s), column(s));
             }
             Event::RunFinished { scenario, results, dir, .. } => {
                 let s = &scenario.scenario;
@@ -56,7 +56,7 @@ impl Reporter for MatrixReport {
         let html = store.join("matrix.html");
         std::fs::write(&html, matrix::render_html(&m, "lockchaos matrix")).with_context(|| format!("writing {}", html.display()))?;
         for c in &m.cells {
-            println!(
+            print_line!(
                 "{:<40} {:<22} violation {}/{} (expect {}) lost {} rejected {} acquired {} {}",
                 c.row,
                 c.column,
@@ -70,7 +70,7 @@ impl Reporter for MatrixReport {
             );
         }
         let verdict = if m.all_match { "every cell matched its expectation" } else { "some cells did not match" };
-        println!("matrix: {} — {verdict}", html.display());
+        print_line!("matrix: {} — {verdict}", html.display());
         Ok(())
     }
 }

@@ -35,9 +35,9 @@ impl Reporter for Lines {
     fn report(&mut self, event: &Event) {
         if let Some(w) = warning(event) {
             if self.quiet {
-                eprintln!("warning: {w}");
+                eprint_line!("warning: {w}");
             } else {
-                eprintln!("[lockchaos] warning: {w}");
+                eprint_line!("[lockchaos] warning: {w}");
             }
             return;
         }
@@ -46,10 +46,10 @@ impl Reporter for Lines {
         }
         match event {
             Event::RunStarted { scenario, iteration, runs } if *runs > 1 => {
-                eprintln!("[lockchaos] {} run {iteration}/{runs}", scenario.name)
+                eprint_line!("[lockchaos] {} run {iteration}/{runs}", scenario.name)
             }
-            Event::Stage(s) => eprintln!("[lockchaos] {s}"),
-            Event::Fault(change) => eprintln!("[lockchaos] fault: {change}"),
+            Event::Stage(s) => eprint_line!("[lockchaos] {s}"),
+            Event::Fault(change) => eprint_line!("[lockchaos] fault: {change}"),
             // The build's lines are in its log; a plain log gets the workload's start and end
             // only, not a line per tick.
             _ => {}

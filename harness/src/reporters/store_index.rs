@@ -11,7 +11,7 @@ impl Reporter for StoreIndex {
             let Some(store) = dir.parent().and_then(|p| p.parent()) else { return };
             // The index is a convenience: a run is complete without it.
             if let Err(e) = crate::run_store::write_index(store) {
-                eprintln!("warning: cannot update {}/index.html: {e:#}", store.display());
+                eprint_line!("warning: cannot update {}/index.html: {e:#}", store.display());
             }
         }
     }

@@ -22,17 +22,17 @@ impl Reporter for Summary {
                 self.planned = *runs;
             }
             Event::RunFinished { iteration, runs, results, dir, .. } => {
-                println!("{}", run_line(&prefix(*iteration, *runs), results, &dir.join("report.html")));
+                print_line!("{}", run_line(&prefix(*iteration, *runs), results, &dir.join("report.html")));
                 for n in &results.not_applied {
-                    println!("  not applied: {n}");
+                    print_line!("  not applied: {n}");
                 }
                 for w in results.workers.iter().filter(|w| w.status != WorkerFate::Finished) {
-                    println!("  worker {} {} (exit code {:?})", w.name, w.status, w.exit_code);
+                    print_line!("  worker {} {} (exit code {:?})", w.name, w.status, w.exit_code);
                 }
                 self.series.push((**results).clone());
             }
-            Event::RunFailed { iteration, runs, error, .. } => eprintln!("{}error: {error}", prefix(*iteration, *runs)),
-            Event::SeriesFinished { .. } if self.planned > 1 => println!("{}", tally(&self.series, self.planned)),
+            Event::RunFailed { iteration, runs, error, .. } => eprint_line!("{}error: {error}", prefix(*iteration, *runs)),
+            Event::SeriesFinished { .. } if self.planned > 1 => print_line!("{}", tally(&self.series, self.planned)),
             _ => {}
         }
     }
