@@ -200,3 +200,28 @@ fn ctrl_c_and_sigterm_heal_an_active_pause_and_record_the_clients() {
         assert!(left.stdout.is_empty(), "containers left: {}", String::from_utf8_lossy(&left.stdout));
     }
 }
+
+#[test]
+fn a_reader_that_goes_away_does_not_end_the_run_before_its_teardown() {
+    // `lockchaos scenario … | head -1`: stdout and stderr are pipes whose reader is gone before
+    // the first line. Writing to them must not end the run (a panic would leave its containers).
+    let store = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
+        .current_dir(&root)
+        .args(["scenario", "redis-single-baseline", "--time-limit", "2", "--store"])
+        .arg(store.path())
+        .env("CI", "true")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(store.path().join("latest/results.json")).unwrap()).unwrap();
+    assert_eq!((status.code(), &results["outcome"]), (Some(0), &Value::from("safe")), "{results}");
+    let run_id = results["run_id"].as_str().unwrap();
+    let left = Command::new("docker").args(["ps", "-aq", "--filter", &format!("label=lockchaos.run={run_id}")]).output().unwrap();
+    assert!(left.stdout.is_empty(), "containers left: {}", String::from_utf8_lossy(&left.stdout));
+}
