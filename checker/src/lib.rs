@@ -15,7 +15,7 @@ pub mod parse;
 pub mod resource_safety;
 pub mod verdict;
 
-pub use availability::{acquire_outcomes, check_availability, AcquireOutcome, Availability, Percentiles};
+pub use availability::{acquire_outcomes, check_availability, AcquireOutcome, Availability, FreedAfterKill, Percentiles};
 pub use fencing::{check_fencing, Fencing, TokenPair, TokenRef};
 pub use history::{Event, EventType, Process};
 pub use holder_overlap::{check_holder_overlap, HolderOverlap, Overlap, OverlapStats};

@@ -270,9 +270,14 @@ impl Nemesis {
     }
 
     async fn inject(&mut self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<FaultChange> {
+        // Stamped when it was sent, as Jepsen stamps a nemesis op's invoke: the fault may take
+        // effect anywhere within the call (a killed client dies, and its lock may be granted to
+        // another, before `docker kill` returns). With the stop stamped when the heal is done,
+        // a fault's band covers every moment it may have been in effect.
+        let sent = self.clock.now();
         let result = inj.fault.action().inject(ctx, &inj.target).await;
         let error = result.err().map(|e| format!("{e:#}"));
-        self.record(inj, FaultPhase::Start, error.clone())?;
+        self.record_at(sent, inj, FaultPhase::Start, error.clone())?;
         Ok(FaultChange { fault: inj.fault.name(), target: inj.target.clone(), detail: inj.detail(), phase: FaultPhase::Start, error })
     }
 
@@ -284,7 +289,11 @@ impl Nemesis {
     }
 
     fn record(&mut self, inj: &Injection, phase: FaultPhase, error: Option<String>) -> anyhow::Result<()> {
-        let mut ev = Event::new(self.clock.now(), Process::Named(Process::NEMESIS.into()), EventType::Info, inj.fault.name());
+        self.record_at(self.clock.now(), inj, phase, error)
+    }
+
+    fn record_at(&mut self, time: u64, inj: &Injection, phase: FaultPhase, error: Option<String>) -> anyhow::Result<()> {
+        let mut ev = Event::new(time, Process::Named(Process::NEMESIS.into()), EventType::Info, inj.fault.name());
         ev.node = Some(inj.target.clone());
         ev.detail = inj.detail();
         ev.value = phase.into();

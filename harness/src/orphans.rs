@@ -245,10 +245,11 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
         chrono::Utc::now().to_rfc3339()
     ));
     let e = inputs.effective;
+    let claims = e.claims.check(&check.availability);
     let results = RunResults {
         scenario: inputs.scenario,
         description: e.description,
-        matches_expectation: e.expect.is_met_by(outcome),
+        matches_expectation: RunResults::matches(e.expect, outcome, &claims),
         expect: e.expect,
         outcome,
         run_id: inputs.run_id,
@@ -264,6 +265,7 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
         warnings,
         not_applied: skipped_faults(&events),
         properties: check,
+        claims,
     };
     run_verdict::write(&dir, &results, &events)?;
     run_store::write_index(&dir.store)?;

@@ -148,6 +148,8 @@ pub struct EffectiveScenario {
     pub backend: String,
     pub clients: u32,
     pub time_limit_secs: u64,
+    #[serde(default)]
+    pub claims: results::Claims,
 }
 
 pub fn read_inputs(folder: &Path) -> anyhow::Result<RunInputs> {

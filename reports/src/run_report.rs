@@ -12,6 +12,7 @@
 //! messages are untrusted. Only this crate's own CSS and plotters' SVG are inserted as
 //! `PreEscaped`.
 
+mod availability;
 mod linearizability_svg;
 mod plots;
 mod timeline;
@@ -34,6 +35,7 @@ pub fn render(results: &RunResults, history: &[Event]) -> String {
                 main {
                     (header(results))
                     (properties(&results.properties))
+                    (availability::section(&results.properties.availability, &results.claims))
                     (violations::section(&results.properties, history))
                     (linearizability_section(&results.properties, history))
                     (timeline_section(results, history))

@@ -55,6 +55,7 @@ fn run(scenario: &str, expect: Expectation, lose: bool) -> RunResults {
         warnings: vec![],
         not_applied: vec![],
         properties,
+        claims: vec![],
     }
 }
 

@@ -100,6 +100,7 @@ fn results_for(history: &[Event], expect: Expectation) -> RunResults {
         warnings: vec![],
         not_applied: vec![],
         properties,
+        claims: vec![],
     }
 }
 
@@ -135,7 +136,32 @@ fn lost_update_report_shows_verdict_violation_lanes_and_fault() {
     for f in ["history.jsonl", "results.json", "scenario.toml", "logs/"] {
         assert!(page.contains(&format!("href=\"{f}\"")));
     }
+    // What the pause cost in time, and the claims beside their measurements.
+    assert!(page.contains("<section id=\"availability\">"));
+    assert!(page.contains("longest time without a grant: "));
     assert_self_contained(&page);
+}
+
+#[test]
+fn availability_shows_a_killed_holder_and_the_claims_that_do_not_hold() {
+    let mut history = lost_update_under_pause();
+    history.push({
+        let mut e = Event::new(1_000_000, Process::Named(Process::NEMESIS.into()), EventType::Info, "kill");
+        e.node = Some("client-2".into());
+        e.value = "start".into();
+        e
+    });
+    let mut results = results_for(&history, Expectation::Violation);
+    let claims: results::Claims = serde_json::from_str(r#"{"freed_after_ms": [100, 200], "unavailable_at_end": false}"#).unwrap();
+    results.claims = claims.check(&results.properties.availability);
+    results.matches_expectation = RunResults::matches(results.expect, results.outcome, &results.claims);
+    assert!(!results.matches_expectation, "{:?}", results.claims);
+    let page = run_report::render(&results, &history);
+    assert!(page.contains("<td>client-2</td><td>0.001</td>"), "the kill, when");
+    assert!(page.contains("freed_after_ms in 100..200 ms"));
+    assert!(page.contains("<td class=\"bad\">does NOT hold</td>"));
+    assert!(page.contains("<td class=\"good\">holds</td>"), "available at the end, as claimed");
+    assert!(page.contains("NOT as expected"));
 }
 
 #[test]

@@ -5,8 +5,10 @@
 //! Every type here serialises to the same JSON as before it was typed (lower-case words), so
 //! results.json files of older runs still read.
 
+mod claims;
 mod run_results;
 mod vocabulary;
 
+pub use claims::{Bounds, ClaimCheck, Claims};
 pub use run_results::{RunResults, WorkerFate, WorkerStatus};
 pub use vocabulary::{Expectation, FaultPhase, Outcome};

@@ -1,6 +1,6 @@
 //! results.json: the verdict of one run, written by the harness, read by every report.
 
-use crate::{Expectation, Outcome};
+use crate::{ClaimCheck, Expectation, Outcome};
 use checker::CheckResults;
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +32,16 @@ pub struct RunResults {
     pub not_applied: Vec<String>,
     /// Each property's verdict, counts and evidence.
     pub properties: CheckResults,
+    /// The scenario's claimed figures (`[claims]`), as this run measured them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ClaimCheck>,
+}
+
+impl RunResults {
+    /// Whether a run matched its scenario: the expected outcome, and every claimed figure.
+    pub fn matches(expect: Expectation, outcome: Outcome, claims: &[ClaimCheck]) -> bool {
+        expect.is_met_by(outcome) && claims.iter().all(|c| c.met)
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -51,10 +51,11 @@ pub fn check_and_report(
         outcome = Outcome::Unknown;
     }
     let expect = s.expect;
+    let claims = s.claims.check(&check.availability);
     let results = RunResults {
         scenario: ctx.loaded.name.clone(),
         description: s.description.clone(),
-        matches_expectation: expect.is_met_by(outcome),
+        matches_expectation: RunResults::matches(expect, outcome, &claims),
         expect,
         outcome,
         run_id: ctx.dir.run_id.clone(),
@@ -69,6 +70,7 @@ pub fn check_and_report(
         warnings,
         not_applied: record.not_applied,
         properties: check,
+        claims,
     };
     std::fs::write(ctx.dir.file("results.json"), serde_json::to_vec_pretty(&results)?)?;
     sink.emit(crate::events::Event::Stage(crate::events::Stage::Report));

@@ -17,7 +17,7 @@ pub use validate::validate_overrides;
 use crate::lock_backends::{self, BackendKind, BackendSetup, LockParams, ServerOptions, ServerParams};
 use crate::resource::ResourceParams;
 use crate::worker::Workload;
-pub use results::Expectation;
+pub use results::{Claims, Expectation};
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
@@ -48,6 +48,14 @@ pub struct Scenario {
     pub server: ServerParams,
     #[serde(default)]
     pub nemesis: Nemesis,
+    /// Figures the run must measure to match, beside `expect` (a killed holder's lock freed
+    /// within a range, the lock still taken at the end).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub claims: Claims,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 impl Scenario {
