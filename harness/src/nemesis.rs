@@ -137,7 +137,7 @@ impl Nemesis {
     /// not its tail. Steps due at the same time share one trigger: they fire together.
     fn section(&self, step: &PlannedFault, live: &LiveHistory) -> (Option<Trigger>, Vec<u64>) {
         let trigger = match step.when {
-            None if step.target == Target::Holder => Some(Trigger::InSection),
+            None if step.target.waits_for_holder() => Some(Trigger::InSection),
             when => when,
         };
         let since = self.workload_start_ns + step.at_ms * 1_000_000;
@@ -174,6 +174,13 @@ impl Nemesis {
             Target::AllNodes => "nodes".into(),
             Target::Holder => match section.first().and_then(|c| live.member(*c)) {
                 Some(member) => member.to_string(),
+                None => return Ok(Resolve::Give("the client in its section is not one of the run's".into())),
+            },
+            Target::HolderMember => match section.first().and_then(|c| live.member(*c)) {
+                Some(client) => match ctx.clients.member_of(client) {
+                    Some(node) => node,
+                    None => return Ok(Resolve::Give(format!("{client} does not talk to one member only (lock.one_member_each)"))),
+                },
                 None => return Ok(Resolve::Give("the client in its section is not one of the run's".into())),
             },
             Target::Leader => {
@@ -250,13 +257,13 @@ impl Nemesis {
                 (Some(Trigger::Acquired), _, Some(k)) => format!("client-{k} was never granted the lock after it fell due"),
                 (Some(Trigger::Acquired), _, None) => "no client was granted the lock after it fell due".into(),
                 (Some(Trigger::AfterCheck), ..) => "no client checked its lock before a write after it fell due".into(),
-                (Some(Trigger::InSection), ..) | (None, Target::Holder, _) => {
+                (Some(Trigger::InSection), ..) | (None, Target::Holder | Target::HolderMember, _) => {
                     "no client entered its critical section after it fell due".into()
                 }
                 _ if behind_a_trigger => "it waited behind an earlier step that never fired".into(),
                 _ => "the nemesis had not reached it when the workload ended".into(),
             };
-            behind_a_trigger |= step.when.is_some() || matches!(step.target, Target::Holder | Target::Leader);
+            behind_a_trigger |= step.when.is_some() || matches!(step.target, Target::Holder | Target::HolderMember | Target::Leader);
             self.skip(&step, "none", format!("{why} (the workload ended at {ended_ms} ms)"))?;
         }
         Ok(())

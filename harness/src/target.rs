@@ -1,4 +1,4 @@
-//! Who a fault hits, as a scenario names it: `client-K`, `nK`, `holder`, `leader`, `nodes`,
+//! Who a fault hits, as a scenario names it: `client-K`, `nK`, `holder`, `holder-member`, `leader`, `nodes`,
 //! `random-client`, `random-node`. Parsed from and written as those words.
 
 use serde::{Deserialize, Serialize};
@@ -12,6 +12,9 @@ pub enum Target {
     /// `holder`: the worker inside its critical section (read done, write not yet sent) when the
     /// step fires; the step waits for one. This is how a pause lands between check and write.
     Holder,
+    /// `holder-member`: the node whose member the holder talks to (clients pinned to one
+    /// member each, `lock.one_member_each`); waits for a holder as `holder` does.
+    HolderMember,
     /// `random-client`: a worker drawn from the seed.
     RandomClient,
     /// `nK`: node K (1-based): its server process.
@@ -29,6 +32,7 @@ impl fmt::Display for Target {
         match self {
             Target::Client(k) => write!(f, "client-{k}"),
             Target::Holder => f.write_str("holder"),
+            Target::HolderMember => f.write_str("holder-member"),
             Target::RandomClient => f.write_str("random-client"),
             Target::Node(k) => write!(f, "n{k}"),
             Target::RandomNode => f.write_str("random-node"),
@@ -43,6 +47,7 @@ impl std::str::FromStr for Target {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "holder" => return Ok(Target::Holder),
+            "holder-member" => return Ok(Target::HolderMember),
             "random-client" => return Ok(Target::RandomClient),
             "random-node" => return Ok(Target::RandomNode),
             "leader" => return Ok(Target::Leader),
@@ -52,7 +57,7 @@ impl std::str::FromStr for Target {
         let number = |prefix: &str| s.strip_prefix(prefix).and_then(|k| k.parse::<u32>().ok()).filter(|k| *k >= 1);
         number("client-").map(Target::Client).or_else(|| number("n").map(Target::Node)).ok_or_else(|| {
             format!(
-                "unknown target `{s}`, expected `client-K`, `nK` (K from 1), `holder`, `leader`, `nodes`, `random-client` or `random-node`"
+                "unknown target `{s}`, expected `client-K`, `nK` (K from 1), `holder`, `holder-member`, `leader`, `nodes`, `random-client` or `random-node`"
             )
         })
     }
@@ -74,7 +79,12 @@ impl<'de> Deserialize<'de> for Target {
 impl Target {
     /// Whether the target is (or resolves to) one of the backend's nodes.
     pub fn is_node(&self) -> bool {
-        matches!(self, Target::Node(_) | Target::RandomNode | Target::Leader)
+        matches!(self, Target::Node(_) | Target::RandomNode | Target::Leader | Target::HolderMember)
+    }
+
+    /// Whether the step waits for a client in its critical section to find its target.
+    pub fn waits_for_holder(&self) -> bool {
+        matches!(self, Target::Holder | Target::HolderMember)
     }
 
     /// Whether the target is (or resolves to) one client.
@@ -89,7 +99,7 @@ mod tests {
 
     #[test]
     fn targets_read_and_write_as_the_words_scenarios_use() {
-        for word in ["client-3", "n5", "holder", "leader", "nodes", "random-client", "random-node"] {
+        for word in ["client-3", "n5", "holder", "holder-member", "leader", "nodes", "random-client", "random-node"] {
             assert_eq!(word.parse::<Target>().unwrap().to_string(), word);
         }
         for bad in ["client-0", "n", "x1", "client-", "node-1"] {

@@ -14,6 +14,8 @@ use crate::resource::protocol::Request;
 use crate::resource::ResourceCall;
 use crate::resource::{ResourceKind, ResourceParams};
 use checker::{Event, EventType, Process};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -35,6 +37,9 @@ pub struct WorkerConfig {
     #[serde(default)]
     pub resource_params: ResourceParams,
     pub events: PathBuf,
+    /// Draws of the run (work times): the run's seed mixed with the process number.
+    #[serde(default)]
+    pub seed: u64,
 }
 
 /// The `[workload]` table: what each client does in a round.
@@ -44,9 +49,10 @@ pub struct Workload {
     /// The lock name and the resource's counter key.
     #[serde(default = "defaults::key")]
     pub key: String,
-    /// Time spent holding the lock between the read and the write.
+    /// Time spent holding the lock between the read and the write: a number, or a range
+    /// `[min, max]` drawn uniformly each round.
     #[serde(default = "defaults::work_ms")]
-    pub work_ms: u64,
+    pub work_ms: WorkMs,
     /// Pause between rounds.
     #[serde(default = "defaults::think_ms")]
     pub think_ms: u64,
@@ -84,8 +90,8 @@ mod defaults {
     pub fn key() -> String {
         "ledger".into()
     }
-    pub fn work_ms() -> u64 {
-        300
+    pub fn work_ms() -> super::WorkMs {
+        super::WorkMs::fixed(300)
     }
     pub fn think_ms() -> u64 {
         50
@@ -100,6 +106,8 @@ struct Recorder {
     clock: RunClock,
     process: u64,
     key: String,
+    /// Draws the work time of each round.
+    rng: StdRng,
 }
 
 impl Recorder {
@@ -128,7 +136,13 @@ pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
 /// The loop itself, over an already connected lock client and resource client.
 pub async fn run_with(config: &WorkerConfig, mut lock: Box<dyn LockClient>, mut resource: Box<dyn ResourceCall>) -> anyhow::Result<()> {
     let clock = RunClock { t0_ns: config.t0_ns };
-    let mut rec = Recorder { log: EventLog::create(&config.events)?, clock, process: config.process, key: config.workload.key.clone() };
+    let mut rec = Recorder {
+        log: EventLog::create(&config.events)?,
+        clock,
+        process: config.process,
+        key: config.workload.key.clone(),
+        rng: StdRng::seed_from_u64(config.seed ^ config.process.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+    };
     let key = config.workload.key.clone();
     let acquire_timeout = Duration::from_millis(config.lock.acquire_timeout_ms);
 
@@ -181,7 +195,7 @@ impl Held {
 /// renew_ms meanwhile, each renew recorded. A failed renew does not stop the work: what the
 /// client does then is `honour_session_loss`'s business at the write.
 async fn work(rec: &mut Recorder, lock: &mut dyn LockClient, grant: &Grant, held: &mut Held, config: &WorkerConfig) -> anyhow::Result<()> {
-    let end = Instant::now() + Duration::from_millis(config.workload.work_ms);
+    let end = Instant::now() + Duration::from_millis(config.workload.work_ms.draw(&mut rec.rng));
     let every = Duration::from_millis(config.lock.renew_ms);
     if every.is_zero() {
         tokio::time::sleep_until(end.into()).await;
@@ -318,7 +332,7 @@ async fn transactional_section(rec: &mut Recorder, tx: &mut dyn TxResource, conf
         }
         Err(err) => return rec.record(lock_error_type(&err), "read", |e| e.error = Some(err.to_string())),
     };
-    tokio::time::sleep(Duration::from_millis(config.workload.work_ms)).await;
+    tokio::time::sleep(Duration::from_millis(config.workload.work_ms.draw(&mut rec.rng))).await;
     let new_value = value + 1;
     rec.record(EventType::Invoke, "write", |e| e.value = new_value.into())?;
     let result = tx.write_and_commit(&key, config.process, new_value, rec.clock.now()).await;
@@ -346,3 +360,6 @@ fn call_error_type(_err: &CallError) -> EventType {
 
 #[cfg(test)]
 mod tests;
+mod work_ms;
+
+pub use work_ms::WorkMs;

@@ -40,6 +40,9 @@ pub trait Clients: Send + Sync {
     async fn restart(&self, name: &str) -> anyhow::Result<u64>;
     /// Whether client `name` has a process running now.
     async fn is_live(&self, name: &str) -> bool;
+    /// The node (`nK`) whose member client `name` talks to, when each client talks to one
+    /// member only.
+    fn member_of(&self, name: &str) -> Option<String>;
 }
 
 impl FaultContext<'_> {

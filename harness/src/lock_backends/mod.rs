@@ -47,6 +47,21 @@ pub enum ClientConfig {
     },
 }
 
+impl ClientConfig {
+    /// Client `k`'s configuration when each client talks to one member only, as in Jepsen's
+    /// etcd tests: the member (k-1) mod N, and its node's index from 1. None for a backend whose
+    /// clients need every node (Redlock) or reach the servers through one address anyway.
+    pub fn one_member(&self, k: u32) -> Option<(ClientConfig, usize)> {
+        match self {
+            ClientConfig::Etcd { endpoints } if !endpoints.is_empty() => {
+                let i = (k as usize).saturating_sub(1) % endpoints.len();
+                Some((ClientConfig::Etcd { endpoints: vec![endpoints[i].clone()] }, i + 1))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A lock as the client believes it holds it.
 #[derive(Clone, Debug)]
 pub struct Grant {

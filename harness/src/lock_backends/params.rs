@@ -53,6 +53,11 @@ pub struct LockParams {
     /// recorded; the client carries on unless `workload.honour_session_loss` (Redis backends).
     #[serde(default)]
     pub renew_ms: u64,
+    /// Each client talks to one member only (etcd): client-K to member n((K-1) mod N + 1), its
+    /// only endpoint, as Jepsen's etcd tests do; no failover to another member. Targets
+    /// `holder-member` then name the member the holder talks to.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_member_each: bool,
 }
 
 impl Default for LockParams {
@@ -64,6 +69,7 @@ impl Default for LockParams {
             node_timeout_ms: defaults::node_timeout_ms(),
             drift_factor: defaults::drift_factor(),
             renew_ms: 0,
+            one_member_each: false,
         }
     }
 }

@@ -56,7 +56,10 @@ impl<'a> Workers<'a> {
         let process = k as u64 + self.clients as u64 * incarnation;
         // The first process keeps the plain names; later ones carry their process number.
         let stem = if incarnation == 0 { format!("client-{k}") } else { format!("client-{k}-p{process}") };
-        let config = WorkerConfig { process, events: format!("{RUN_MOUNT}/workers/{stem}.jsonl").into(), ..self.template.clone() };
+        let mut config = WorkerConfig { process, events: format!("{RUN_MOUNT}/workers/{stem}.jsonl").into(), ..self.template.clone() };
+        if let Some((one, _)) = self.one_member(k) {
+            config.backend = one;
+        }
         let file = self.ctx.dir.path.join("workers").join(format!("{stem}.config.json"));
         std::fs::write(&file, serde_json::to_vec_pretty(&config)?)?;
         let name = format!("client-{k}");
@@ -66,6 +69,11 @@ impl<'a> Workers<'a> {
         state.current.insert(k, (process, incarnation));
         state.started.push((process, name, self.ctx.dir.path.join("workers").join(format!("{stem}.jsonl"))));
         Ok(process)
+    }
+
+    /// Client `k`'s only member, when the scenario gives each client one.
+    fn one_member(&self, k: u32) -> Option<(crate::lock_backends::ClientConfig, usize)> {
+        self.template.lock.one_member_each.then(|| self.template.backend.one_member(k)).flatten()
     }
 
     /// The processes started since the last call, for the live history to follow.
@@ -160,6 +168,11 @@ impl Clients for Workers<'_> {
             let _ = std::fs::write(self.ctx.dir.path.join("logs").join(format!("{name}-p{old}.log")), logs);
         }
         self.start(k, incarnation + 1).await
+    }
+
+    fn member_of(&self, name: &str) -> Option<String> {
+        let (_, node) = self.one_member(slot_of(name).ok()?)?;
+        Some(format!("n{node}"))
     }
 
     async fn is_live(&self, name: &str) -> bool {

@@ -58,6 +58,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
         resource: provisioned.resource,
         resource_params: s.resource.clone(),
         events: RUN_MOUNT.into(),
+        seed: ctx.seed,
     };
     let workers = Workers::new(cluster, &ctx, template, s.clients);
     let fault_ctx = FaultContext { cluster, backend, clients: &workers };
@@ -123,7 +124,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
         workers.stop_now().await?
     } else {
         let w = &s.workload;
-        let grace = Duration::from_millis(s.lock.acquire_timeout_ms + w.work_ms + 2 * w.op_timeout_ms + w.think_ms + 5000);
+        let grace = Duration::from_millis(s.lock.acquire_timeout_ms + w.work_ms.max + 2 * w.op_timeout_ms + w.think_ms + 5000);
         workers.finish(grace).await?
     };
     // A backend that keeps the protected resource itself (Postgres xact), and the Postgres table

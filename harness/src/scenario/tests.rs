@@ -24,7 +24,7 @@ duration_ms = 500
 fn good_file_parses_with_defaults() {
     let s = parse(GOOD, Path::new("x.toml")).unwrap();
     assert_eq!(s.expect, Expectation::Violation);
-    assert_eq!(s.workload.work_ms, 100);
+    assert_eq!(s.workload.work_ms, crate::worker::WorkMs::fixed(100));
     assert_eq!(s.workload.key, "ledger");
     assert_eq!(s.lock.ttl_ms, 2000);
     assert_eq!(s.nemesis.timeline[0].target, Target::Client(2));

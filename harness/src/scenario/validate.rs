@@ -46,6 +46,9 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
             format!("{} is not below lock.ttl_ms ({}): the lease would lapse between renewals", s.lock.renew_ms, s.lock.ttl_ms),
         );
     }
+    if s.lock.one_member_each && s.backend != crate::lock_backends::BackendKind::Etcd {
+        return fail("lock.one_member_each", format!("applies to etcd only: {} clients reach the servers another way", s.backend.name()));
+    }
     if s.workload.key.is_empty() {
         return fail("workload.key", "must not be empty".into());
     }
@@ -66,6 +69,12 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
             return fail(&field("when"), "after-check needs `workload.check_before_write = true`".into());
         }
         check_client(field("target"), &step.target)?;
+        if step.target == Target::HolderMember && !s.lock.one_member_each {
+            return fail(
+                &field("target"),
+                "holder-member needs `lock.one_member_each = true` (otherwise a client talks to any member)".into(),
+            );
+        }
         for (j, t) in step.fault.action().members().into_iter().enumerate() {
             check_client(format!("{}[{j}]", field("from")), t)?;
         }

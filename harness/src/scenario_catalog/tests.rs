@@ -45,7 +45,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "malformed target",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"node\"\nduration_ms = 1\n",
-        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K`, `nK` (K from 1), `holder`, `leader`, `nodes`, `random-client` or `random-node`",
+        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K`, `nK` (K from 1), `holder`, `holder-member`, `leader`, `nodes`, `random-client` or `random-node`",
     ),
     (
         "node beyond the backend's nodes",

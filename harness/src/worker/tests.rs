@@ -40,10 +40,11 @@ fn config(dir: &std::path::Path, resource: SocketAddr, run_ms: u64) -> WorkerCon
         stop_at: run_ms * 1_000_000,
         backend: ClientConfig::RedisSingle { addr: "unused:0".into() },
         lock: LockParams { ttl_ms: 1500, acquire_timeout_ms: 100, retry_ms: 10, ..LockParams::default() },
-        workload: Workload { key: "ledger".into(), work_ms: 5, think_ms: 5, op_timeout_ms: 500, ..Workload::default() },
+        workload: Workload { key: "ledger".into(), work_ms: WorkMs::fixed(5), think_ms: 5, op_timeout_ms: 500, ..Workload::default() },
         resource,
         resource_params: ResourceParams::default(),
         events: dir.join("client-3.jsonl"),
+        seed: 1,
     }
 }
 
@@ -213,7 +214,7 @@ async fn renewals_run_during_the_work_and_a_failed_one_stops_the_write_only_when
         let addr = start_resource(dir.path()).await;
         let mut cfg = config(dir.path(), addr, 1);
         cfg.lock.renew_ms = 20;
-        cfg.workload.work_ms = 70;
+        cfg.workload.work_ms = WorkMs::fixed(70);
         cfg.workload.honour_session_loss = honour;
         let lock = Box::new(ScriptedLock {
             renews: VecDeque::from([Ok(Duration::from_millis(1400)), Err(LockError::Refused("not ours".into()))]),
