@@ -9,9 +9,14 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
-    // Library logs (tracing) go to stderr, warnings and up unless RUST_LOG says otherwise.
+    // Library logs (tracing) go to stderr, warnings and up unless RUST_LOG says otherwise; colour
+    // only on a terminal (a worker's stderr is its log file in the run folder).
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     match runtime.block_on(args.command.run()) {
         Ok(code) => code,

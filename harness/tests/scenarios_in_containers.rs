@@ -88,7 +88,7 @@ const CASES: &[Case] = &[
             )
         },
     },
-    Case { scenario: "redis-sentinel-failover", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
+    Case { scenario: "redis-sentinel-failover", secs: 16, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
     Case { scenario: "redis-single-restart-no-persistence", secs: 10, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
     Case {
         scenario: "redis-single-partition",

@@ -321,9 +321,15 @@ async fn keep_alive(gateway: Gateway, lease: i64, ttl: Duration, state: Arc<Sess
     let mut stream: Option<KeepAliveStream> = gateway.keep_alive_stream(attempt_timeout).await.ok();
     // The grant counts as the first renewal.
     let mut next = Instant::now() + every;
+    // Failed renewals since the last confirmed one: the first and the recovery are logged at
+    // info, so the client's log says what it saw (a cut-off member, a lease that ran out).
+    let mut failed_in_a_row = 0u32;
     loop {
         tokio::time::sleep_until(next.into()).await;
         if state.is_lost() {
+            if !*state.lost.borrow() {
+                tracing::info!(lease, failed_in_a_row, "etcd lease lost: no renewal confirmed within its TTL");
+            }
             break;
         }
         if stream.is_none() {
@@ -348,6 +354,10 @@ async fn keep_alive(gateway: Gateway, lease: i64, ttl: Duration, state: Arc<Sess
                 }
                 let left = Duration::from_secs(answer.ttl as u64);
                 *state.deadline.lock().unwrap() = sent + left;
+                if failed_in_a_row > 0 {
+                    tracing::info!(lease, failed_in_a_row, member = %open.member, "keep-alive confirmed again");
+                    failed_in_a_row = 0;
+                }
                 next = Instant::now() + left / 3;
                 continue;
             }
@@ -359,7 +369,13 @@ async fn keep_alive(gateway: Gateway, lease: i64, ttl: Duration, state: Arc<Sess
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("no answer within {attempt_timeout:?}"),
         };
-        tracing::debug!(lease, "keep-alive failed: {failure}");
+        if failed_in_a_row == 0 {
+            let left = state.deadline().saturating_duration_since(Instant::now());
+            tracing::info!(lease, member = %open.member, "keep-alive failed: {failure}; the lease lapses in {left:?} unless a renewal is confirmed");
+        } else {
+            tracing::debug!(lease, "keep-alive failed again: {failure}");
+        }
+        failed_in_a_row += 1;
         gateway.failed(open.member);
         stream = None;
         next = Instant::now();
