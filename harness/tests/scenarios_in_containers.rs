@@ -90,6 +90,42 @@ const CASES: &[Case] = &[
     },
     Case { scenario: "redis-sentinel-failover", secs: 16, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
     Case { scenario: "redis-single-restart-no-persistence", secs: 10, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
+    // A killed holder: Postgres frees its session lock as soon as the server sees the connection
+    // end; the scenario's claim (freed_after_ms in 0..500) must hold for the run to match.
+    Case {
+        scenario: "postgres-session-holder-killed",
+        secs: 10,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            let freed = &r["properties"]["availability"]["freed_after_kill"];
+            ok_if(
+                r["outcome"] == "safe"
+                    && r["matches_expectation"] == true
+                    && freed.as_array().is_some_and(|f| !f.is_empty())
+                    && r["claims"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["met"] == true)),
+                format!("expected a measured, claimed freed_after_ms: {freed} {}", r["claims"]),
+            )
+        },
+    },
+    // Clients pinned to one member each; the holder's member is isolated from the other two.
+    Case { scenario: "etcd-minority-partition-unfenced", secs: 14, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
+    // Every member killed at once and restarted from its data: the lock key survives.
+    Case {
+        scenario: "etcd-cluster-restart",
+        secs: 10,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "safe"
+                    && rs(r)["accepted_writes"].as_u64() > Some(2)
+                    && no_warnings(r)
+                    && r["not_applied"].as_array().is_some_and(|n| n.is_empty()),
+                format!("expected safe with the kill applied: {} {} {}", rs(r), r["warnings"], r["not_applied"]),
+            )
+        },
+    },
     Case {
         scenario: "redis-single-partition",
         secs: 12,
