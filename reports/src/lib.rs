@@ -1,9 +1,11 @@
 //! Human-readable evidence for lockchaos runs: the per-run report, the store's index, the
 //! measured matrix and JUnit XML. Presentation only: what a run produced is in `results`.
 
+pub mod decision_table;
 pub mod junit;
 pub mod matrix;
 pub mod run_index;
 pub mod run_report;
 
+pub use decision_table::DecisionTable;
 pub use matrix::{Matrix, MatrixRun};

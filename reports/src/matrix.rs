@@ -17,6 +17,9 @@ pub struct MatrixRun<'a> {
     pub column: String,
     /// The run's report, relative to where matrix.html is written.
     pub report: String,
+    /// Its cell in the article's decision table (None: a baseline, or a fault the table has no
+    /// column for).
+    pub place: Option<crate::decision_table::TablePlace>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -127,6 +130,7 @@ pub fn render_html(m: &Matrix, title: &str) -> String {
             }
             body {
                 h1 { (title) }
+                p { a href="table.html" { "The same runs as the article's decision table" } }
                 @if m.all_match {
                     p class="summary match" { "Every cell matched its expectation in every run." }
                 } @else {

@@ -1,20 +1,22 @@
 //! The measured backend × failure table: collects every finished run with its cell, and when
 //! the work is done writes `STORE/matrix.json` and `STORE/matrix.html` (linking every run's
-//! report) and prints the cells as plain lines.
+//! report) and prints the cells as plain lines; beside it the same runs laid out as the
+//! article's decision table (`STORE/table.json`, `STORE/table.html`).
 
 use crate::events::{Event, Reporter};
 use crate::lock_backends::Persistence;
 use crate::resource::{ResourceKind, ResourceMode};
 use crate::scenario::Scenario;
 use anyhow::Context;
+use reports::decision_table::{self, DecisionTable, TablePlace};
 use reports::{matrix, Matrix, MatrixRun};
 use results::RunResults;
 use std::path::{Path, PathBuf};
 
 pub struct MatrixReport {
     store: PathBuf,
-    /// (results, row, column, run folder) of every finished run.
-    runs: Vec<(RunResults, String, String, PathBuf)>,
+    /// (results, row, column, place in the article's table, run folder) of every finished run.
+    runs: Vec<(RunResults, String, String, Option<TablePlace>, PathBuf)>,
 }
 
 impl MatrixReport {
@@ -32,7 +34,7 @@ impl Reporter for MatrixReport {
             }
             Event::RunFinished { scenario, results, dir, .. } => {
                 let s = &scenario.scenario;
-                self.runs.push(((**results).clone(), row(s), column(s), dir.clone()));
+                self.runs.push(((**results).clone(), row(s), column(s), super::table_place::place(s), dir.clone()));
             }
             _ => {}
         }
@@ -43,11 +45,12 @@ impl Reporter for MatrixReport {
         let runs: Vec<MatrixRun> = self
             .runs
             .iter()
-            .map(|(results, row, column, dir)| MatrixRun {
+            .map(|(results, row, column, place, dir)| MatrixRun {
                 results,
                 row: row.clone(),
                 column: column.clone(),
                 report: relative(&store, &dir.join("report.html")),
+                place: *place,
             })
             .collect();
         let m = Matrix::from_runs(&runs);
@@ -55,6 +58,12 @@ impl Reporter for MatrixReport {
         std::fs::write(&json, serde_json::to_vec_pretty(&m)?).with_context(|| format!("writing {}", json.display()))?;
         let html = store.join("matrix.html");
         std::fs::write(&html, matrix::render_html(&m, "lockchaos matrix")).with_context(|| format!("writing {}", html.display()))?;
+        let table = DecisionTable::from_runs(&runs);
+        let table_json = store.join("table.json");
+        std::fs::write(&table_json, serde_json::to_vec_pretty(&table)?).with_context(|| format!("writing {}", table_json.display()))?;
+        let table_html = store.join("table.html");
+        std::fs::write(&table_html, decision_table::render_html(&table, "lockchaos: the decision table, measured"))
+            .with_context(|| format!("writing {}", table_html.display()))?;
         for c in &m.cells {
             print_line!(
                 "{:<40} {:<22} violation {}/{} (expect {}) lost {} rejected {} acquired {} {}",
@@ -71,6 +80,7 @@ impl Reporter for MatrixReport {
         }
         let verdict = if m.all_match { "every cell matched its expectation" } else { "some cells did not match" };
         print_line!("matrix: {} — {verdict}", html.display());
+        print_line!("the article's table: {}", table_html.display());
         Ok(())
     }
 }

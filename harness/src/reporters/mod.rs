@@ -5,13 +5,15 @@
 //! - [`summary`]: each run's verdict line, a series' tally, on stdout;
 //! - [`junit`]: JUnit XML, one test case per run;
 //! - [`store_index`]: the store's index.html, rewritten after each run;
-//! - [`matrix`]: the measured backend × failure table (matrix.json, matrix.html).
+//! - [`matrix`]: the measured backend × failure table (matrix.json, matrix.html) and the
+//!   article's decision table (table.json, table.html; places from [`table_place`]).
 
 pub mod junit;
 pub mod matrix;
 pub mod progress;
 pub mod store_index;
 pub mod summary;
+pub mod table_place;
 
 use crate::events::Reporter;
 use std::io::IsTerminal;

@@ -1,0 +1,117 @@
+//! Where a scenario's runs sit in the article's decision table: the row from the backend and
+//! whether the resource checks tokens, the column from what its faults do. A baseline (no
+//! fault) tests no cell.
+
+use crate::lock_backends::BackendKind;
+use crate::resource::ResourceMode;
+use crate::scenario::Scenario;
+use crate::target::Target;
+use reports::decision_table::{LockSystem, TableColumn, TablePlace};
+
+pub fn place(s: &Scenario) -> Option<TablePlace> {
+    Some(TablePlace { system: system(s), column: column(s)? })
+}
+
+fn system(s: &Scenario) -> LockSystem {
+    match s.backend {
+        // Sentinel's failover is the single Redis lock's Failover column.
+        BackendKind::RedisSingle | BackendKind::RedisSentinel => LockSystem::SingleRedis,
+        BackendKind::Redlock => LockSystem::Redlock,
+        BackendKind::Etcd if s.resource.mode == ResourceMode::Fenced => LockSystem::EtcdFenced,
+        BackendKind::Etcd => LockSystem::Etcd,
+        BackendKind::PostgresSession | BackendKind::PostgresSessionPooler => LockSystem::PostgresSession,
+        BackendKind::PostgresXact | BackendKind::PostgresXactReplicated => LockSystem::PostgresXact,
+    }
+}
+
+/// The column, by what the faults do, most telling first: a killed client is "Holder dies"; a
+/// server failing over, restarting or ending the session is "Failover / restart"; a pause or a
+/// clock fault (with any partition that only sets the stage) is "Timing"; partitions alone are
+/// "Partition".
+fn column(s: &Scenario) -> Option<TableColumn> {
+    if s.failure.as_deref() == Some("failover") {
+        return Some(TableColumn::FailoverRestart);
+    }
+    let timeline = s.nemesis.timeline.iter().map(|step| (step.fault.name(), &step.target));
+    let random = s.nemesis.random.iter().flat_map(|r| r.faults.iter().map(move |f| (f.name(), &r.target)));
+    let faults: Vec<(&str, &Target)> = timeline.chain(random).collect();
+    let any = |pred: &dyn Fn(&str, &Target) -> bool| faults.iter().any(|(name, target)| pred(name, target));
+    if any(&|name, target| name == "kill" && target.is_client()) {
+        Some(TableColumn::HolderDies)
+    } else if any(&|name, target| matches!(name, "failover" | "kill-session") || (name == "kill" && !target.is_client())) {
+        Some(TableColumn::FailoverRestart)
+    } else if any(&|name, _| matches!(name, "pause" | "clock-jump" | "clock-strobe" | "clock-slew" | "latency")) {
+        Some(TableColumn::Timing)
+    } else if any(&|name, _| matches!(name, "partition" | "partition-drop")) {
+        Some(TableColumn::Partition)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::place;
+    use reports::decision_table::{article, LockSystem, TableColumn, TablePlace};
+
+    fn shipped() -> Vec<(String, Option<TablePlace>)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        crate::scenario_catalog::list(Some(&dir))
+            .unwrap()
+            .into_iter()
+            .map(|loaded| {
+                let loaded = loaded.unwrap();
+                (loaded.name.clone(), place(&loaded.scenario))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shipped_scenarios_sit_in_the_article_table_where_a_reader_looks_for_them() {
+        use LockSystem as S;
+        use TableColumn as C;
+        let places = shipped();
+        let cases = [
+            ("redis-single-baseline", None),
+            ("redis-single-pause", Some((S::SingleRedis, C::Timing))),
+            ("redis-sentinel-failover", Some((S::SingleRedis, C::FailoverRestart))),
+            ("redis-single-holder-killed", Some((S::SingleRedis, C::HolderDies))),
+            ("redlock-clock-jump", Some((S::Redlock, C::Timing))),
+            ("redlock-restart-no-persistence", Some((S::Redlock, C::FailoverRestart))),
+            ("etcd-pause-unfenced", Some((S::Etcd, C::Timing))),
+            ("etcd-minority-partition-fenced", Some((S::EtcdFenced, C::Partition))),
+            ("etcd-cluster-restart", Some((S::Etcd, C::FailoverRestart))),
+            ("postgres-session-external-resource-kill", Some((S::PostgresSession, C::FailoverRestart))),
+            ("postgres-xact-partition", Some((S::PostgresXact, C::Partition))),
+            ("postgres-failover", Some((S::PostgresXact, C::FailoverRestart))),
+        ];
+        for (name, want) in cases {
+            let got = places.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no scenario {name}")).1;
+            assert_eq!(got, want.map(|(system, column)| TablePlace { system, column }), "{name}");
+        }
+    }
+
+    /// Every cell of the table that can run here is tested by some shipped scenario: a full
+    /// matrix leaves no cell unmeasured.
+    #[test]
+    fn every_cell_that_can_run_here_has_a_scenario() {
+        let places = shipped();
+        let mut missing = vec![];
+        for system in LockSystem::ALL {
+            for column in TableColumn::ALL {
+                if article(system, column).cannot_run.is_some() {
+                    continue;
+                }
+                let covered = places.iter().any(|(_, p)| match (p, column) {
+                    (Some(p), TableColumn::Fencing) => p.system == system,
+                    (Some(p), _) => *p == TablePlace { system, column },
+                    (None, _) => false,
+                });
+                if !covered {
+                    missing.push(format!("{} × {}", system.title(), column.title()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "cells no shipped scenario tests: {missing:?}");
+    }
+}

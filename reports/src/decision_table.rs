@@ -1,0 +1,258 @@
+//! The article's decision table, measured (table.json, table.html): rows are the lock systems
+//! and their fenced variants, columns the article's (Fencing, Timing, Holder dies, Partition,
+//! Failover / restart). Each cell holds the tally of the runs that test it, the article's claim
+//! beside it, and whether they agree; a cell this machine cannot test says why.
+//!
+//! A run's place in the table is decided by the harness (it knows the scenario's faults); this
+//! module only counts. "Agrees" means every run of the cell matched its scenario, whose `expect`
+//! and `[claims]` are the article's claim made testable; the Fencing column agrees when no
+//! fenced resource accepted a write out of token order.
+
+mod html;
+
+pub use html::render_html;
+
+use crate::MatrixRun;
+use results::{Outcome, RunResults};
+use serde::{Deserialize, Serialize};
+
+/// A row: one lock system as the article names it, or its fenced variant.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockSystem {
+    SingleRedis,
+    Redlock,
+    Etcd,
+    EtcdFenced,
+    PostgresSession,
+    PostgresXact,
+}
+
+impl LockSystem {
+    pub const ALL: [LockSystem; 6] = [
+        LockSystem::SingleRedis,
+        LockSystem::Redlock,
+        LockSystem::Etcd,
+        LockSystem::EtcdFenced,
+        LockSystem::PostgresSession,
+        LockSystem::PostgresXact,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            LockSystem::SingleRedis => "Single Redis + TTL",
+            LockSystem::Redlock => "Redlock (5 nodes)",
+            LockSystem::Etcd => "etcd lease",
+            LockSystem::EtcdFenced => "etcd lease + fencing token",
+            LockSystem::PostgresSession => "Postgres advisory lock (session)",
+            LockSystem::PostgresXact => "Postgres advisory lock (transaction)",
+        }
+    }
+}
+
+/// A column of the article's table.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum TableColumn {
+    Fencing,
+    Timing,
+    HolderDies,
+    Partition,
+    FailoverRestart,
+}
+
+impl TableColumn {
+    pub const ALL: [TableColumn; 5] =
+        [TableColumn::Fencing, TableColumn::Timing, TableColumn::HolderDies, TableColumn::Partition, TableColumn::FailoverRestart];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            TableColumn::Fencing => "Fencing",
+            TableColumn::Timing => "Timing assumptions",
+            TableColumn::HolderDies => "Holder dies",
+            TableColumn::Partition => "Partition",
+            TableColumn::FailoverRestart => "Failover / restart",
+        }
+    }
+}
+
+/// What the article says of a cell, and why the cell cannot be tested here when it cannot.
+pub struct ArticleCell {
+    pub claim: &'static str,
+    pub cannot_run: Option<&'static str>,
+}
+
+/// The article's claim for each cell (its words where the issue quotes them).
+pub fn article(system: LockSystem, column: TableColumn) -> ArticleCell {
+    use LockSystem as S;
+    use TableColumn as C;
+    let claim = |claim| ArticleCell { claim, cannot_run: None };
+    let no_token = |claim, why| ArticleCell { claim, cannot_run: Some(why) };
+    match (system, column) {
+        (S::SingleRedis, C::Fencing) => no_token(
+            "none: the lock value is random, not an ordered token",
+            "SET NX PX hands out no increasing token, so there is nothing for a resource to check",
+        ),
+        (S::SingleRedis, C::Timing) => {
+            claim("safe only while the holder finishes within the TTL: a pause or a clock jump past it hands the lock out twice")
+        }
+        (S::SingleRedis, C::HolderDies) => claim("freed at the TTL"),
+        (S::SingleRedis, C::Partition) => claim("the key expires at the TTL while the cut-off holder works on"),
+        (S::SingleRedis, C::FailoverRestart) => {
+            claim("asynchronous replication: a failover, or a restart without persistence, can lose the key")
+        }
+        (S::Redlock, C::Fencing) => no_token(
+            "none: each node holds a random value",
+            "Redlock hands out no increasing token, so there is nothing for a resource to check",
+        ),
+        (S::Redlock, C::Timing) => {
+            claim("assumes bounded clock drift (the drift allowance) and short pauses; a jump or a long pause breaks it")
+        }
+        (S::Redlock, C::HolderDies) => claim("freed at the TTL"),
+        (S::Redlock, C::Partition) => claim("the majority side can grant"),
+        (S::Redlock, C::FailoverRestart) => claim("a restarted node can forget a lock and grant it twice"),
+        (S::Etcd, C::Fencing) => claim("create_revision is an increasing token, if the resource checks it"),
+        (S::Etcd, C::Timing) => claim("a holder paused past its lease loses the lock without knowing: unsafe without fencing"),
+        (S::Etcd, C::HolderDies) => claim("freed at lease expiry"),
+        (S::Etcd, C::Partition) => claim("the minority side cannot write or renew; a cut-off holder's lease expires while it works"),
+        (S::Etcd, C::FailoverRestart) => claim("Raft preserves state"),
+        (S::EtcdFenced, C::Fencing) => claim("the resource rejects writes with a stale token"),
+        (S::EtcdFenced, C::Timing) => claim("a paused holder's late write is rejected"),
+        (S::EtcdFenced, C::HolderDies) => claim("freed at lease expiry"),
+        (S::EtcdFenced, C::Partition) => claim("the minority side cannot write or renew; the cut-off holder's write is rejected"),
+        (S::EtcdFenced, C::FailoverRestart) => claim("Raft preserves state"),
+        (S::PostgresSession, C::Fencing) => no_token(
+            "none: advisory locks carry no token",
+            "an advisory lock carries no token (the transaction-scoped lock puts the write in the lock's transaction instead)",
+        ),
+        (S::PostgresSession, C::Timing) => claim("no TTL: a paused holder keeps the lock as long as its session lives"),
+        (S::PostgresSession, C::HolderDies) => claim("freed when the server sees the session end"),
+        (S::PostgresSession, C::Partition) => claim("a dead client holds the lock until TCP timeout"),
+        (S::PostgresSession, C::FailoverRestart) => {
+            claim("the lock lives in one server's session: a failover or a killed session frees it while the holder works")
+        }
+        (S::PostgresXact, C::Fencing) => no_token(
+            "none: advisory locks carry no token",
+            "an advisory lock carries no token; the protected write commits in the lock's own transaction instead",
+        ),
+        (S::PostgresXact, C::Timing) => claim("the write commits in the lock's transaction: no timing assumption"),
+        (S::PostgresXact, C::HolderDies) => claim("freed when the server sees the session end"),
+        (S::PostgresXact, C::Partition) => claim("the cut-off holder's transaction aborts with its connection: its write never commits"),
+        (S::PostgresXact, C::FailoverRestart) => claim("a synchronous standby keeps every committed write"),
+    }
+}
+
+/// Where a run sits in the article's table.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TablePlace {
+    pub system: LockSystem,
+    pub column: TableColumn,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct DecisionTable {
+    pub cells: Vec<TableCell>,
+}
+
+/// One cell: the article's claim and what the runs measured.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TableCell {
+    pub system: LockSystem,
+    pub column: TableColumn,
+    pub claim: String,
+    /// Why this cell cannot be tested here; then it has no runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cannot_run_here: Option<String>,
+    pub scenarios: Vec<String>,
+    pub runs: u32,
+    pub runs_with_violation: u32,
+    pub runs_unknown: u32,
+    pub runs_matched: u32,
+    pub lost_updates: u64,
+    pub acknowledged_updates: u64,
+    pub stale_writes_rejected: u64,
+    /// Fenced writes the resource accepted out of token order (Fencing column).
+    pub accepted_out_of_order: u64,
+    /// Grants that carried a token (Fencing column).
+    pub grants_with_token: u64,
+    /// Every kill of a holder: from the kill to the next grant, in ms (None: never granted again).
+    pub freed_after_ms: Vec<Option<f64>>,
+    /// The longest time without a grant over the runs, in ms.
+    pub longest_gap_ms: Option<f64>,
+    /// Runs that ended with the lock still unavailable.
+    pub runs_unavailable_at_end: u32,
+    /// Whether the measurement agrees with the article; None without runs.
+    pub agrees: Option<bool>,
+    pub reports: Vec<String>,
+}
+
+impl DecisionTable {
+    /// Every cell of the table, measured from the runs that have a place in it.
+    pub fn from_runs(runs: &[MatrixRun<'_>]) -> DecisionTable {
+        let mut cells = vec![];
+        for system in LockSystem::ALL {
+            for column in TableColumn::ALL {
+                // A cell that cannot run here counts nothing, whatever its row ran.
+                let runnable = article(system, column).cannot_run.is_none();
+                let here: Vec<&MatrixRun<'_>> = runs
+                    .iter()
+                    .filter(|r| match (r.place, column) {
+                        // The Fencing cell counts the tokens of every run of its row.
+                        (Some(p), TableColumn::Fencing) => p.system == system,
+                        (Some(p), _) => p == TablePlace { system, column },
+                        (None, _) => false,
+                    })
+                    .filter(|_| runnable)
+                    .collect();
+                cells.push(cell(system, column, &here));
+            }
+        }
+        DecisionTable { cells }
+    }
+
+    pub fn cell(&self, system: LockSystem, column: TableColumn) -> &TableCell {
+        self.cells.iter().find(|c| c.system == system && c.column == column).expect("every cell is built")
+    }
+}
+
+fn cell(system: LockSystem, column: TableColumn, runs: &[&MatrixRun<'_>]) -> TableCell {
+    let article = article(system, column);
+    let count = |f: &dyn Fn(&RunResults) -> bool| runs.iter().filter(|r| f(r.results)).count() as u32;
+    let sum = |f: &dyn Fn(&RunResults) -> u64| runs.iter().map(|r| f(r.results)).sum::<u64>();
+    let mut scenarios: Vec<String> = runs.iter().map(|r| r.results.scenario.clone()).collect();
+    scenarios.sort();
+    scenarios.dedup();
+    let runs_matched = count(&|r| r.matches_expectation);
+    let accepted_out_of_order = sum(&|r| r.properties.fencing.accepted_writes_out_of_order);
+    let grants_with_token = sum(&|r| r.properties.fencing.grants_with_token);
+    let cannot_run_here = article.cannot_run.map(String::from);
+    let agrees = match column {
+        _ if runs.is_empty() || cannot_run_here.is_some() => None,
+        TableColumn::Fencing => Some(grants_with_token > 0 && accepted_out_of_order == 0),
+        _ => Some(runs_matched == runs.len() as u32),
+    };
+    TableCell {
+        system,
+        column,
+        claim: article.claim.into(),
+        scenarios,
+        runs: runs.len() as u32,
+        cannot_run_here,
+        runs_with_violation: count(&|r| r.outcome == Outcome::Violation),
+        runs_unknown: count(&|r| r.outcome == Outcome::Unknown),
+        runs_matched,
+        lost_updates: sum(&|r| r.properties.resource_safety.lost_updates + r.properties.resource_safety.acknowledged_missing),
+        acknowledged_updates: sum(&|r| r.properties.resource_safety.acknowledged_increments),
+        stale_writes_rejected: sum(&|r| r.properties.resource_safety.rejected_writes),
+        accepted_out_of_order,
+        grants_with_token,
+        freed_after_ms: runs
+            .iter()
+            .flat_map(|r| r.results.properties.availability.freed_after_kill.iter().map(|k| k.freed_after_ms))
+            .collect(),
+        longest_gap_ms: runs.iter().filter_map(|r| r.results.properties.availability.longest_gap_ms).max_by(f64::total_cmp),
+        runs_unavailable_at_end: count(&|r| r.properties.availability.unavailable_at_end),
+        agrees,
+        reports: runs.iter().map(|r| r.report.clone()).collect(),
+    }
+}
