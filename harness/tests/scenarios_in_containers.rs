@@ -410,13 +410,14 @@ fn a_latency_fault_runs_where_the_kernel_has_netem_and_is_refused_where_not() {
 }
 
 #[test]
-fn the_matrix_measures_its_cells_and_writes_junit() {
+fn the_matrix_measures_its_cells_writes_junit_and_lays_out_the_article_table() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let store = tempfile::Builder::new().prefix("matrix-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let junit = store.path().join("junit.xml");
     let out = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
         .current_dir(&root)
-        .args(["matrix", "--scenarios", "redis-single-base*", "--runs", "2", "--time-limit", "3", "--quiet", "--store"])
+        .args(["matrix", "--scenarios", "redis-single-base*,postgres-session-holder-killed", "--runs", "2", "--time-limit", "6"])
+        .args(["--quiet", "--store"])
         .arg(store.path())
         .arg("--junit")
         .arg(&junit)
@@ -426,12 +427,8 @@ fn the_matrix_measures_its_cells_and_writes_junit() {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{text}");
     let m: Value = serde_json::from_str(&std::fs::read_to_string(store.path().join("matrix.json")).unwrap()).unwrap();
-    let cell = &m["cells"][0];
-    assert_eq!(
-        (cell["row"].as_str(), cell["column"].as_str(), cell["runs"].as_u64()),
-        (Some("redis-single"), Some("baseline"), Some(2)),
-        "{m}"
-    );
+    let cell = m["cells"].as_array().unwrap().iter().find(|c| c["row"] == "redis-single").unwrap_or_else(|| panic!("{m}"));
+    assert_eq!((cell["column"].as_str(), cell["runs"].as_u64()), (Some("baseline"), Some(2)), "{m}");
     assert!(cell["matches_expectation"] == true && cell["acknowledged_updates"].as_u64() > Some(0), "{m}");
     for report in cell["reports"].as_array().unwrap() {
         assert!(store.path().join(report.as_str().unwrap()).exists(), "matrix links a missing report {report}");
@@ -440,6 +437,26 @@ fn the_matrix_measures_its_cells_and_writes_junit() {
     assert!(html.contains("<table id=\"matrix\">"), "{html}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches(" classname=\"redis-single-baseline\"").count(), 2, "{xml}");
+
+    // The article's table, as Chromium renders it: all 30 cells, each measured, not measured
+    // in this matrix, or unable to run here with the reason; the killed holder's cell measured.
+    let (dom, console) = render_in_chromium(&chromium(), &store.path().join("table.html"), &["--dump-dom".into()]);
+    assert!(console.is_empty(), "console: {console:?}");
+    let cells: Vec<&str> = dom.split("<td ").skip(1).collect();
+    assert_eq!(cells.len(), 30, "{dom}");
+    for c in &cells {
+        let measured = c.starts_with("class=\"agrees\"") || c.starts_with("class=\"disagrees\"");
+        let explained = (c.starts_with("class=\"cannot-run\"") && c.contains("cannot run here: "))
+            || (c.starts_with("class=\"not-measured\"") && c.contains("not measured: "));
+        assert!(measured || explained, "a cell with neither a measurement nor a reason: {c}");
+    }
+    let dies = cells
+        .iter()
+        .find(|c| c.contains("data-system=\"PostgresSession\"") && c.contains("data-column=\"HolderDies\""))
+        .unwrap_or_else(|| panic!("{dom}"));
+    assert!(dies.starts_with("class=\"agrees\"") && dies.contains("freed after ") && dies.contains("report.html"), "{dies}");
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(store.path().join("table.json")).unwrap()).unwrap();
+    assert_eq!(t["cells"].as_array().unwrap().iter().map(|c| c["runs"].as_u64().unwrap()).sum::<u64>(), 2, "{t}");
 }
 
 /// Debian's chromium (or another Chromium on PATH).
