@@ -4,6 +4,7 @@
 pub mod decision_table;
 pub mod junit;
 pub mod matrix;
+mod page;
 pub mod run_index;
 pub mod run_report;
 

@@ -2,7 +2,7 @@
 //! many scenarios, each cell with how often the lock failed, what it cost, and whether every run
 //! matched its scenario's expectation. The seed's table, measured.
 
-use maud::{html, Markup, PreEscaped, DOCTYPE};
+use maud::{html, Markup};
 use results::{Outcome, RunResults};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -120,49 +120,35 @@ fn ms(v: Option<f64>) -> String {
 /// matrix.html: self-contained, no scripts, no external assets. Written with maud (see
 /// `run_report`), which escapes every value from the runs (scenario, row and column names).
 pub fn render_html(m: &Matrix, title: &str) -> String {
-    let page = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                title { (title) }
-                style { (PreEscaped(MATRIX_CSS)) }
-            }
-            body {
-                h1 { (title) }
-                p { a href="table.html" { "The same runs as the article's decision table" } }
-                @if m.all_match {
-                    p class="summary match" { "Every cell matched its expectation in every run." }
-                } @else {
-                    p class="summary mismatch" { "Some cells did not match their expectation." }
-                }
-                table id="matrix" {
-                    thead { tr { th { "backend" } @for c in &m.columns { th { (c) } } } }
-                    tbody {
-                        @for row in &m.rows {
-                            tr {
-                                th { (row) }
-                                @for column in &m.columns {
-                                    @match m.cell(row, column) {
-                                        None => { td class="empty" {} }
-                                        Some(c) => { (render_cell(c)) }
-                                    }
-                                }
+    let body = html! {        p { a href="table.html" { "The same runs as the article's decision table" } }
+        @if m.all_match {
+            p class="summary match" { "Every cell matched its expectation in every run." }
+        } @else {
+            p class="summary mismatch" { "Some cells did not match their expectation." }
+        }
+        table id="matrix" {
+            thead { tr { th { "backend" } @for c in &m.columns { th { (c) } } } }
+            tbody {
+                @for row in &m.rows {
+                    tr {
+                        th { (row) }
+                        @for column in &m.columns {
+                            @match m.cell(row, column) {
+                                None => { td class="empty" {} }
+                                Some(c) => { (render_cell(c)) }
                             }
                         }
                     }
                 }
-                p class="legend" {
-                    "Each cell: runs with a violation / runs (expected outcome), lost updates of \
-                     acknowledged ones, stale writes the resource rejected, acquire success rate, acquire latency p50 \
-                     (median over runs) / p99 (highest of the runs) in ms. Green: every run matched its expectation."
-                }
             }
         }
+        p class="legend" {
+            "Each cell: runs with a violation / runs (expected outcome), lost updates of \
+             acknowledged ones, stale writes the resource rejected, acquire success rate, acquire latency p50 \
+             (median over runs) / p99 (highest of the runs) in ms. Green: every run matched its expectation."
+        }
     };
-    let mut page = page.into_string();
-    page.push('\n');
-    page
+    crate::page::page(title, MATRIX_CSS, body)
 }
 
 fn render_cell(c: &Cell) -> Markup {

@@ -1,7 +1,7 @@
 //! store/index.html: every run in the store, newest first, with its verdict and a link to its
 //! report. Self-contained like the reports.
 
-use maud::{html, PreEscaped, DOCTYPE};
+use maud::html;
 use results::RunResults;
 
 /// One run as the index lists it.
@@ -16,47 +16,33 @@ pub struct IndexEntry {
 pub fn render(entries: &mut [IndexEntry]) -> String {
     entries.sort_by(|a, b| b.results.started_at.cmp(&a.results.started_at).then_with(|| b.report.cmp(&a.report)));
     let matched = entries.iter().filter(|e| e.results.matches_expectation).count();
-    let page = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                title { "lockchaos runs" }
-                style { (PreEscaped(INDEX_CSS)) }
-            }
-            body {
-                h1 { "lockchaos runs" }
-                p { (entries.len()) " run(s), " (matched) " matched their expectation. Newest first." }
-                table id="runs" {
-                    thead {
-                        tr {
-                            @for h in ["started (UTC)", "scenario", "backend", "outcome", "expected", "lost updates", "stale writes rejected", "seed"] {
-                                th { (h) }
-                            }
-                        }
+    let body = html! {        p { (entries.len()) " run(s), " (matched) " matched their expectation. Newest first." }
+        table id="runs" {
+            thead {
+                tr {
+                    @for h in ["started (UTC)", "scenario", "backend", "outcome", "expected", "lost updates", "stale writes rejected", "seed"] {
+                        th { (h) }
                     }
-                    tbody {
-                        @for e in entries.iter() {
-                            @let r = &e.results;
-                            tr class=(if r.matches_expectation { "match" } else { "mismatch" }) {
-                                td { (r.started_at) }
-                                td { a href=(e.report) { (r.scenario) } }
-                                td { (r.backend) }
-                                td class="outcome" { (r.outcome) }
-                                td { (r.expect) }
-                                td { (r.properties.resource_safety.lost_updates) }
-                                td { (r.properties.resource_safety.rejected_writes) }
-                                td { (r.seed) }
-                            }
-                        }
+                }
+            }
+            tbody {
+                @for e in entries.iter() {
+                    @let r = &e.results;
+                    tr class=(if r.matches_expectation { "match" } else { "mismatch" }) {
+                        td { (r.started_at) }
+                        td { a href=(e.report) { (r.scenario) } }
+                        td { (r.backend) }
+                        td class="outcome" { (r.outcome) }
+                        td { (r.expect) }
+                        td { (r.properties.resource_safety.lost_updates) }
+                        td { (r.properties.resource_safety.rejected_writes) }
+                        td { (r.seed) }
                     }
                 }
             }
         }
     };
-    let mut page = page.into_string();
-    page.push('\n');
-    page
+    crate::page::page("lockchaos runs", INDEX_CSS, body)
 }
 
 const INDEX_CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}\

@@ -2,49 +2,35 @@
 //! value that comes from the runs.
 
 use super::{DecisionTable, LockSystem, TableCell, TableColumn};
-use maud::{html, Markup, PreEscaped, DOCTYPE};
+use maud::{html, Markup};
 
 pub fn render_html(t: &DecisionTable, title: &str) -> String {
     let disagree = t.cells.iter().filter(|c| c.agrees == Some(false)).count();
     let unmeasured = t.cells.iter().filter(|c| c.cannot_run_here.is_none() && c.runs == 0).count();
-    let page = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                title { (title) }
-                style { (PreEscaped(TABLE_CSS)) }
-            }
-            body {
-                h1 { (title) }
-                p class="summary" {
-                    (t.cells.len()) " cells: " (disagree) " where the measurement disagrees with the article, "
-                    (unmeasured) " not measured in this matrix. "
-                    a href="matrix.html" { "The backend × fault matrix" }
-                }
-                table id="decision-table" {
-                    thead { tr { th { "lock" } @for c in TableColumn::ALL { th { (c.title()) } } } }
-                    tbody {
-                        @for system in LockSystem::ALL {
-                            tr {
-                                th { (system.title()) }
-                                @for column in TableColumn::ALL { (render_cell(t.cell(system, column))) }
-                            }
-                        }
+    let body = html! {        p class="summary" {
+            (t.cells.len()) " cells: " (disagree) " where the measurement disagrees with the article, "
+            (unmeasured) " not measured in this matrix. "
+            a href="matrix.html" { "The backend × fault matrix" }
+        }
+        table id="decision-table" {
+            thead { tr { th { "lock" } @for c in TableColumn::ALL { th { (c.title()) } } } }
+            tbody {
+                @for system in LockSystem::ALL {
+                    tr {
+                        th { (system.title()) }
+                        @for column in TableColumn::ALL { (render_cell(t.cell(system, column))) }
                     }
-                }
-                p class="legend" {
-                    "Each cell: the article's claim, then what the runs measured: runs with a violation / runs, \
-                     updates lost of those acknowledged, and where the column asks for it the time from a holder's \
-                     kill to the next grant (freed after), the longest time without a grant, or the tokens. \
-                     Green: every run matched its scenario (whose expectation is the claim); red: they disagree."
                 }
             }
         }
+        p class="legend" {
+            "Each cell: the article's claim, then what the runs measured: runs with a violation / runs, \
+             updates lost of those acknowledged, and where the column asks for it the time from a holder's \
+             kill to the next grant (freed after), the longest time without a grant, or the tokens. \
+             Green: every run matched its scenario (whose expectation is the claim); red: they disagree."
+        }
     };
-    let mut page = page.into_string();
-    page.push('\n');
-    page
+    crate::page::page(title, TABLE_CSS, body)
 }
 
 fn render_cell(c: &TableCell) -> Markup {
