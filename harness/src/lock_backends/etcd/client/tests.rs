@@ -48,7 +48,7 @@ async fn the_keep_alive_renews_until_etcd_answers_ttl_0() {
     let gateway = Gateway::new(&[keep_alive_member(vec!["1", ""]).await]);
     let started = Instant::now();
     let state = Arc::new(SessionState::new(started + Duration::from_secs(1)));
-    let task = tokio::spawn(keep_alive(gateway, 5, Duration::from_secs(1), state.clone()));
+    let task = tokio::spawn(keep_alive::keep_alive(gateway, 5, Duration::from_secs(1), state.clone()));
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(state.deadline() > started + Duration::from_millis(1300), "renewed after TTL/3");
     tokio::time::timeout(Duration::from_secs(2), task).await.unwrap().unwrap();
@@ -61,7 +61,7 @@ async fn the_keep_alive_gives_up_when_the_deadline_passes_unrenewed() {
     let gateway = Gateway::new(&[keep_alive_member(vec![]).await]);
     let started = Instant::now();
     let state = Arc::new(SessionState::new(started + Duration::from_secs(1)));
-    let task = tokio::spawn(keep_alive(gateway, 5, Duration::from_secs(1), state.clone()));
+    let task = tokio::spawn(keep_alive::keep_alive(gateway, 5, Duration::from_secs(1), state.clone()));
     tokio::time::timeout(Duration::from_secs(3), task).await.unwrap().unwrap();
     assert!(state.is_lost() && started.elapsed() >= Duration::from_secs(1));
 }
