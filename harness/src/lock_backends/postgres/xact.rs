@@ -1,5 +1,6 @@
 //! Transaction-level advisory lock with the protected write in the same transaction:
-//! acquire = `BEGIN; SELECT pg_try_advisory_xact_lock(k)` (ROLLBACK and retry while false);
+//! acquire = `BEGIN; SELECT pg_try_advisory_xact_lock(t, k)` (t, k: the lock type and resource
+//! id of [`AdvisoryKey`]; ROLLBACK and retry while false);
 //! read = the counter from table `ledger`; write = the new value + `COMMIT`, which also releases
 //! the lock. Every read and write is logged into `ledger_log` inside the same transaction, so
 //! the log holds exactly the committed work (see setup.rs).
@@ -10,7 +11,7 @@
 //! inside its transaction (a paused holder) for that long, and its lock and uncommitted write
 //! go with it. A holder that wakes up afterwards finds its session gone and cannot commit.
 
-use super::{advisory_key, connect, describe, first_value, Session};
+use super::{connect, describe, first_value, AdvisoryKey, Session};
 use crate::lock_backends::LockParams;
 use crate::lock_backends::{Grant, LockClient, LockError, TxResource};
 use std::time::{Duration, Instant};
@@ -111,7 +112,7 @@ impl Failure {
 #[async_trait::async_trait]
 impl LockClient for Client {
     async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError> {
-        let sql = format!("BEGIN; SELECT pg_try_advisory_xact_lock({})", advisory_key(key));
+        let sql = format!("BEGIN; SELECT pg_try_advisory_xact_lock({})", AdvisoryKey::of(key).args());
         let deadline = Instant::now() + timeout;
         loop {
             let attempt = match self.ensure_connected().await {
