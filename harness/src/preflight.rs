@@ -22,7 +22,9 @@ fn rules(loaded: &LoadedScenario) -> Result<(), (String, String)> {
     let setup = s.backend_setup();
     let backend = BackendView { name: s.backend.name(), setup: setup.as_ref() };
     let fail = |field: &str, msg: String| Err((field.to_string(), msg));
-    if s.resource.kind == ResourceKind::Postgres && matches!(s.backend, BackendKind::PostgresXact | BackendKind::PostgresXactReplicated) {
+    if s.resource.kind == ResourceKind::Postgres
+        && matches!(s.backend, BackendKind::PostgresXact | BackendKind::PostgresXactPooler | BackendKind::PostgresXactReplicated)
+    {
         return fail("resource.kind", format!("{} keeps its resource in the lock's own transaction", backend.name));
     }
     if s.server.persistence != Persistence::None {

@@ -198,6 +198,11 @@ const BAD: &[(&str, &str, &str)] = &[
         "f.toml:5: field 'server.postgres': redis-single cannot: its servers are not Postgres (only the Postgres backends take [server.postgres])",
     ),
     (
+        "a Postgres table resource beside the xact lock's own, through the pooler",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact-pooler\"\n[resource]\nkind = \"postgres\"\n",
+        "f.toml:5: field 'resource.kind': postgres-xact-pooler keeps its resource in the lock's own transaction",
+    ),
+    (
         "a description of several lines",
         "description = \"\"\"one\ntwo\"\"\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n",
         "f.toml:1: field 'description': must be one line of at most 2000 characters",
