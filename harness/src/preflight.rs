@@ -1,8 +1,9 @@
 //! The checks of a scenario against its backend, before anything starts: capabilities the
-//! scenario needs (clock faults, persistence, renew, a leader, failover, kill-session), targets
-//! that must exist among the backend's nodes, and each fault's own backend rules
-//! (faults::FaultAction::check_backend). Above both scenario and lock_backends, so neither
-//! needs the other; errors name the file, line and field like the loader's.
+//! scenario needs (clock faults, persistence, Postgres server settings, renew, a leader,
+//! failover, kill-session), targets that must exist among the backend's nodes, and each fault's
+//! own backend rules (faults::FaultAction::check_backend). Above both scenario and
+//! lock_backends, so neither needs the other; errors name the file, line and field like the
+//! loader's.
 
 use crate::faults::BackendView;
 use crate::lock_backends::{BackendKind, Persistence};
@@ -21,12 +22,19 @@ fn rules(loaded: &LoadedScenario) -> Result<(), (String, String)> {
     let setup = s.backend_setup();
     let backend = BackendView { name: s.backend.name(), setup: setup.as_ref() };
     let fail = |field: &str, msg: String| Err((field.to_string(), msg));
-    if s.resource.kind == ResourceKind::Postgres && matches!(s.backend, BackendKind::PostgresXact | BackendKind::PostgresXactReplicated) {
+    if s.resource.kind == ResourceKind::Postgres
+        && matches!(s.backend, BackendKind::PostgresXact | BackendKind::PostgresXactPooler | BackendKind::PostgresXactReplicated)
+    {
         return fail("resource.kind", format!("{} keeps its resource in the lock's own transaction", backend.name));
     }
     if s.server.persistence != Persistence::None {
         if let Err(why) = setup.persistence() {
             return fail("server.persistence", format!("{} cannot: {why}", backend.name));
+        }
+    }
+    if s.server.postgres.is_some() {
+        if let Err(why) = setup.postgres_settings() {
+            return fail("server.postgres", format!("{} cannot: {why}", backend.name));
         }
     }
     if s.lock.renew_ms > 0 {

@@ -192,6 +192,33 @@ const CASES: &[Case] = &[
         },
     },
     Case {
+        scenario: "postgres-session-partition",
+        // The first cut lands at about 3 s and the server drops the session some 8 s later.
+        secs: 16,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            // The server's keep-alives (5 s + 3 × 1 s, [server.postgres]) end the silent holder's session.
+            let gap = r["properties"]["availability"]["longest_gap_ms"].as_f64().unwrap_or(0.0);
+            ok_if(
+                r["outcome"] == "safe" && (7500.0..9500.0).contains(&gap) && no_warnings(r),
+                format!("expected safe with a ~8 s gap: gap {gap} ms, {} {}", rs(r), r["warnings"]),
+            )
+        },
+    },
+    Case {
+        scenario: "postgres-xact-pooler",
+        secs: 8,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "safe" && rs(r)["accepted_writes"].as_u64() > Some(5) && no_warnings(r),
+                format!("expected safe with writes through PgBouncer: {} {}", rs(r), r["warnings"]),
+            )
+        },
+    },
+    Case {
         scenario: "postgres-failover",
         secs: 10,
         disturb: Disturb::Nothing,

@@ -14,7 +14,7 @@ pub mod redis_single;
 pub mod redlock;
 
 use crate::containers::Cluster;
-pub use params::{BackendKind, LockParams, Persistence, ServerOptions, ServerParams};
+pub use params::{BackendKind, LockParams, Persistence, PostgresSettings, ServerOptions, ServerParams};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -162,6 +162,10 @@ pub trait BackendSetup: Send + Sync {
     fn persistence(&self) -> Result<(), Unsupported> {
         Err("it has no persistence setting (only the Redis backends do)")
     }
+    /// `[server.postgres]` applies: its servers are Postgres servers.
+    fn postgres_settings(&self) -> Result<(), Unsupported> {
+        Err("its servers are not Postgres (only the Postgres backends take [server.postgres])")
+    }
     /// The lock client can renew a grant on request (`lock.renew_ms`).
     fn renew(&self) -> Result<(), Unsupported> {
         Err("its lock client has no renew")
@@ -204,15 +208,18 @@ pub trait KillSession: Send + Sync {
 /// The backend a scenario names, with its servers set up as `options` say.
 pub fn setup_for(kind: BackendKind, options: ServerOptions) -> Box<dyn BackendSetup> {
     let redis = redis_server::ServerOptions { faketime: options.faketime, appendonly: options.persistence == Persistence::Appendonly };
+    use postgres::setup::Variant;
+    let postgres_setup = |variant| Box::new(postgres::Setup { variant, settings: options.postgres }) as Box<dyn BackendSetup>;
     match kind {
         BackendKind::RedisSingle => Box::new(redis_server::IndependentServers { nodes: 1, options: redis }),
         BackendKind::Redlock => Box::new(redis_server::IndependentServers { nodes: redlock::NODES, options: redis }),
         BackendKind::RedisSentinel => Box::new(redis_sentinel::Setup { options: redis }),
         BackendKind::Etcd => Box::new(etcd::Setup),
-        BackendKind::PostgresSession => Box::new(postgres::Setup { variant: postgres::setup::Variant::Session }),
-        BackendKind::PostgresSessionPooler => Box::new(postgres::Setup { variant: postgres::setup::Variant::SessionPooler }),
-        BackendKind::PostgresXact => Box::new(postgres::Setup { variant: postgres::setup::Variant::Xact }),
-        BackendKind::PostgresXactReplicated => Box::new(postgres::Setup { variant: postgres::setup::Variant::XactReplicated }),
+        BackendKind::PostgresSession => postgres_setup(Variant::Session),
+        BackendKind::PostgresSessionPooler => postgres_setup(Variant::SessionPooler),
+        BackendKind::PostgresXact => postgres_setup(Variant::Xact),
+        BackendKind::PostgresXactPooler => postgres_setup(Variant::XactPooler),
+        BackendKind::PostgresXactReplicated => postgres_setup(Variant::XactReplicated),
     }
 }
 pub async fn connect_client(config: &ClientConfig, lock: &LockParams, op_timeout: Duration) -> anyhow::Result<Box<dyn LockClient>> {

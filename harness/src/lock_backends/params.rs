@@ -21,6 +21,8 @@ pub enum BackendKind {
     PostgresSessionPooler,
     /// Transaction-level advisory lock; the counter is a table written in the same transaction.
     PostgresXact,
+    /// The same transaction-level lock through PgBouncer in transaction pooling mode.
+    PostgresXactPooler,
     /// The same, on a primary (n1) with a synchronous streaming standby (n2) that a
     /// `failover` promotes; clients connect to whichever accepts writes.
     PostgresXactReplicated,
@@ -80,6 +82,51 @@ impl Default for LockParams {
 pub struct ServerParams {
     #[serde(default)]
     pub persistence: Persistence,
+    /// `[server.postgres]`: settings given to the Postgres servers (Postgres backends only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres: Option<PostgresSettings>,
+}
+
+/// Settings of a Postgres server, each passed as `-c name=value` when given; those left out
+/// keep the server's defaults (the keep-alives then are the kernel's: first probe after 2 hours
+/// of silence). They decide how long the server keeps the session, and its locks, of a client
+/// that went silent without closing its connection.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresSettings {
+    /// Seconds of silence on a client connection before the server's first keep-alive probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_keepalives_idle: Option<u32>,
+    /// Seconds between unanswered keep-alive probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_keepalives_interval: Option<u32>,
+    /// Unanswered probes after which the server's kernel drops the connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_keepalives_count: Option<u32>,
+    /// Milliseconds that data sent may stay unacknowledged before the kernel drops the
+    /// connection (TCP_USER_TIMEOUT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_user_timeout: Option<u32>,
+}
+
+impl PostgresSettings {
+    /// The settings given, as (name, value), in a fixed order.
+    pub fn given(&self) -> Vec<(&'static str, u32)> {
+        [
+            ("tcp_keepalives_idle", self.tcp_keepalives_idle),
+            ("tcp_keepalives_interval", self.tcp_keepalives_interval),
+            ("tcp_keepalives_count", self.tcp_keepalives_count),
+            ("tcp_user_timeout", self.tcp_user_timeout),
+        ]
+        .into_iter()
+        .filter_map(|(name, v)| v.map(|v| (name, v)))
+        .collect()
+    }
+
+    /// The server's command-line options for them: `-c name=value …` (empty when none given).
+    pub fn server_options(&self) -> String {
+        self.given().iter().map(|(name, v)| format!(" -c {name}={v}")).collect()
+    }
 }
 
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,11 +141,13 @@ pub enum Persistence {
 }
 
 /// How the servers of one run are started: with libfaketime when a fault moves their clocks,
-/// and with the scenario's persistence.
+/// with the scenario's persistence and server settings.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ServerOptions {
     pub faketime: bool,
     pub persistence: Persistence,
+    /// `[server.postgres]`, for the Postgres backends.
+    pub postgres: PostgresSettings,
 }
 
 mod defaults {
@@ -116,5 +165,20 @@ mod defaults {
     }
     pub fn drift_factor() -> f64 {
         0.01
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_settings_become_server_options_in_a_fixed_order() {
+        let s: PostgresSettings = toml::from_str("tcp_user_timeout = 4000\ntcp_keepalives_idle = 5\n").unwrap();
+        assert_eq!(s.given(), [("tcp_keepalives_idle", 5), ("tcp_user_timeout", 4000)]);
+        assert_eq!(s.server_options(), " -c tcp_keepalives_idle=5 -c tcp_user_timeout=4000");
+        assert_eq!(PostgresSettings::default().server_options(), "");
+        // Written back as given: a run.json holds what the scenario set, nothing more.
+        assert_eq!(toml::to_string(&s).unwrap(), "tcp_keepalives_idle = 5\ntcp_user_timeout = 4000\n");
     }
 }

@@ -20,7 +20,7 @@ fn system(s: &Scenario) -> LockSystem {
         BackendKind::Etcd if s.resource.mode == ResourceMode::Fenced => LockSystem::EtcdFenced,
         BackendKind::Etcd => LockSystem::Etcd,
         BackendKind::PostgresSession | BackendKind::PostgresSessionPooler => LockSystem::PostgresSession,
-        BackendKind::PostgresXact | BackendKind::PostgresXactReplicated => LockSystem::PostgresXact,
+        BackendKind::PostgresXact | BackendKind::PostgresXactPooler | BackendKind::PostgresXactReplicated => LockSystem::PostgresXact,
     }
 }
 

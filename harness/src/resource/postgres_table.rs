@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS resource_log (seq bigserial PRIMARY KEY, time_ns bigi
 /// Starts Postgres in the resource container and creates the tables.
 pub async fn start(cluster: &Cluster, member: &str) -> anyhow::Result<()> {
     server::configure(cluster, member, server::HBA_TRUST).await?;
-    server::start(cluster, member).await?;
+    server::start(cluster, member, &Default::default()).await?;
     server::psql_on(cluster, member, SCHEMA).await.context("creating the resource tables")?;
     Ok(())
 }

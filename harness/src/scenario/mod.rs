@@ -60,9 +60,13 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
 
 impl Scenario {
     /// The backend as this scenario runs it: under libfaketime when a fault moves clocks, with
-    /// the scenario's persistence.
+    /// the scenario's persistence and server settings.
     pub fn backend_setup(&self) -> Box<dyn BackendSetup> {
-        let options = ServerOptions { faketime: self.nemesis.moves_clocks(), persistence: self.server.persistence };
+        let options = ServerOptions {
+            faketime: self.nemesis.moves_clocks(),
+            persistence: self.server.persistence,
+            postgres: self.server.postgres.unwrap_or_default(),
+        };
         lock_backends::setup_for(self.backend, options)
     }
 }

@@ -49,6 +49,13 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
     if s.lock.one_member_each && s.backend != crate::lock_backends::BackendKind::Etcd {
         return fail("lock.one_member_each", format!("applies to etcd only: {} clients reach the servers another way", s.backend.name()));
     }
+    for (name, v) in s.server.postgres.unwrap_or_default().given() {
+        // Postgres's integer settings are 32-bit signed: a larger value would stop the server
+        // from starting, long after the file was accepted.
+        if v > i32::MAX as u32 {
+            return fail(&format!("server.postgres.{name}"), format!("{v} is above Postgres's largest integer setting ({})", i32::MAX));
+        }
+    }
     if s.workload.key.is_empty() {
         return fail("workload.key", "must not be empty".into());
     }

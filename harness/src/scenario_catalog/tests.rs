@@ -173,6 +173,36 @@ const BAD: &[(&str, &str, &str)] = &[
         "f.toml:5: field 'server.persistence': postgres-session cannot: it has no persistence setting (only the Redis backends do)",
     ),
     (
+        "an unknown Postgres server setting",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-session\"\n[server.postgres]\ntcp_keepalives_idle = 5\ntcp_keepalive_count = 3\n",
+        "f.toml:6: field 'server.postgres.tcp_keepalive_count': unknown field `tcp_keepalive_count`, expected one of `tcp_keepalives_idle`, `tcp_keepalives_interval`, `tcp_keepalives_count`, `tcp_user_timeout`",
+    ),
+    (
+        "a Postgres server setting of the wrong type",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n\n[server.postgres]\ntcp_user_timeout = \"4s\"\n",
+        "f.toml:6: field 'server.postgres.tcp_user_timeout': invalid type: string \"4s\", expected u32",
+    ),
+    (
+        "a negative Postgres server setting",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n[server.postgres]\ntcp_keepalives_interval = -1\n",
+        "f.toml:5: field 'server.postgres.tcp_keepalives_interval': invalid value: integer `-1`, expected u32",
+    ),
+    (
+        "a Postgres server setting beyond Postgres's integers",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-session\"\n[server.postgres]\ntcp_keepalives_count = 3000000000\n",
+        "f.toml:5: field 'server.postgres.tcp_keepalives_count': 3000000000 is above Postgres's largest integer setting (2147483647)",
+    ),
+    (
+        "Postgres server settings on a backend that is not Postgres",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[server.postgres]\ntcp_keepalives_idle = 5\n",
+        "f.toml:5: field 'server.postgres': redis-single cannot: its servers are not Postgres (only the Postgres backends take [server.postgres])",
+    ),
+    (
+        "a Postgres table resource beside the xact lock's own, through the pooler",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact-pooler\"\n[resource]\nkind = \"postgres\"\n",
+        "f.toml:5: field 'resource.kind': postgres-xact-pooler keeps its resource in the lock's own transaction",
+    ),
+    (
         "a description of several lines",
         "description = \"\"\"one\ntwo\"\"\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n",
         "f.toml:1: field 'description': must be one line of at most 2000 characters",
@@ -183,6 +213,21 @@ const BAD: &[(&str, &str, &str)] = &[
         "f.toml:1: ",
     ),
 ];
+
+#[test]
+fn postgres_server_settings_reach_the_backend() {
+    let text = "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact-pooler\"\n[server.postgres]\ntcp_keepalives_idle = 5\ntcp_keepalives_interval = 1\ntcp_keepalives_count = 3\ntcp_user_timeout = 9000\n";
+    let loaded = load_text(text).unwrap();
+    let settings = loaded.scenario.server.postgres.unwrap();
+    assert_eq!(
+        settings.server_options(),
+        " -c tcp_keepalives_idle=5 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=3 -c tcp_user_timeout=9000"
+    );
+    assert!(loaded.scenario.backend_setup().postgres_settings().is_ok());
+    // Absent, the server keeps its defaults.
+    let plain = load_text("description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-session\"\n").unwrap();
+    assert_eq!(plain.scenario.server.postgres, None);
+}
 
 #[test]
 fn bad_files_give_one_line_naming_file_line_and_field() {

@@ -1,4 +1,6 @@
-//! Postgres advisory locks, three ways, all against one server in n1:
+//! Postgres advisory locks, several ways, against one server in n1 (and a standby in n2 for
+//! the replicated variant). Every lock is taken in the two-argument form (lock type, resource
+//! id): see [`AdvisoryKey`].
 //! - `postgres-session`: `pg_try_advisory_lock` / `pg_advisory_unlock` on a direct connection;
 //!   the lock lives as long as the session (or until unlocked). No fencing token.
 //! - `postgres-session-pooler`: the same client, but through PgBouncer in transaction pooling
@@ -7,7 +9,9 @@
 //! - `postgres-xact`: `pg_try_advisory_xact_lock` inside a transaction, and the protected counter
 //!   is a table in the same database, read and written in that transaction: lock and write
 //!   commit or abort together. The worker drives it through `LockClient::transactional_resource`.
-//!
+//! - `postgres-xact-pooler`: the same xact client through the same PgBouncer in transaction
+//!   mode: the lock lives exactly as long as the transaction, which the pooler keeps on one
+//!   server connection, so nothing leaks (the article's fix for the session pooler).
 //! - `postgres-xact-replicated`: the xact lock on a primary (n1) with a synchronous streaming
 //!   standby (n2); a `failover` kills the primary and promotes the standby.
 //!
@@ -31,15 +35,35 @@ use tokio_postgres::{Client, NoTls};
 pub const PORT: u16 = 5432;
 pub const PROCESS: &str = "postgres";
 
-/// The advisory lock number for a lock name: FNV-1a (64 bit) of the name, stable across
-/// processes and builds (Rust's default hasher is randomly seeded).
-pub fn advisory_key(name: &str) -> i64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.as_bytes() {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// The first key of every advisory lock lockchaos takes ("LC"): the lock type, which keeps
+/// these locks apart from any other use of advisory locks in the same database.
+pub const LOCK_TYPE: i32 = 0x4c43;
+
+/// An advisory lock in the two-argument form `(int4, int4)` = (lock type, resource id), as the
+/// article recommends over one bigint. In `pg_locks` it shows as `classid` = lock type, `objid`
+/// = resource id (as unsigned), `objsubid` = 2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdvisoryKey {
+    pub lock_type: i32,
+    pub resource: i32,
+}
+
+impl AdvisoryKey {
+    /// The lock for a lock name: [`LOCK_TYPE`], and FNV-1a (32 bit) of the name as the resource
+    /// id, stable across processes and builds (Rust's default hasher is randomly seeded).
+    pub fn of(name: &str) -> AdvisoryKey {
+        let mut h: u32 = 0x811c_9dc5;
+        for b in name.as_bytes() {
+            h ^= *b as u32;
+            h = h.wrapping_mul(0x0100_0193);
+        }
+        AdvisoryKey { lock_type: LOCK_TYPE, resource: h as i32 }
     }
-    h as i64
+
+    /// The arguments of `pg_try_advisory_lock(…)` and its kin: `lock type, resource id`.
+    pub fn args(&self) -> String {
+        format!("{}, {}", self.lock_type, self.resource)
+    }
 }
 
 /// A connection, and why the server ended it when it did (e.g. "terminating connection due to
@@ -108,13 +132,17 @@ pub fn describe(e: &tokio_postgres::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::advisory_key;
+    use super::{AdvisoryKey, LOCK_TYPE};
 
     #[test]
-    fn advisory_keys_are_stable_and_distinct() {
-        // FNV-1a of the empty string is the offset basis.
-        assert_eq!(advisory_key(""), 0xcbf2_9ce4_8422_2325_u64 as i64);
-        assert_eq!(advisory_key("ledger"), advisory_key("ledger"));
-        assert_ne!(advisory_key("ledger"), advisory_key("ledger2"));
+    fn advisory_keys_are_a_lock_type_and_a_stable_resource_id() {
+        // FNV-1a 32 of "" is the offset basis; of "a", the published test vector.
+        assert_eq!(AdvisoryKey::of(""), AdvisoryKey { lock_type: 0x4c43, resource: 0x811c_9dc5_u32 as i32 });
+        assert_eq!(AdvisoryKey::of("a").resource, 0xe40c_292c_u32 as i32);
+        assert_eq!(AdvisoryKey::of("ledger"), AdvisoryKey::of("ledger"));
+        assert_ne!(AdvisoryKey::of("ledger"), AdvisoryKey::of("ledger2"));
+        assert_eq!(AdvisoryKey::of("ledger").lock_type, LOCK_TYPE);
+        let k = AdvisoryKey { lock_type: 0x4c43, resource: -7 };
+        assert_eq!(format!("SELECT pg_try_advisory_lock({})", k.args()), "SELECT pg_try_advisory_lock(19523, -7)");
     }
 }

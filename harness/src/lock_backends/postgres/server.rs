@@ -4,6 +4,7 @@
 
 use super::PORT;
 use crate::containers::Cluster;
+use crate::lock_backends::PostgresSettings;
 use crate::wait;
 use anyhow::Context;
 use std::time::Duration;
@@ -44,9 +45,14 @@ pub async fn configure(cluster: &Cluster, node: &str, hba: &str) -> anyhow::Resu
 }
 
 /// Starts the configured cluster with pg_ctl as user postgres and waits until it accepts
-/// connections; also after a kill (pg_ctl removes the stale pid file).
-pub async fn start(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
-    let start = format!("{BIN}/pg_ctl -D {DATA} -o '-c config_file={CONF}/postgresql.conf' -l {} start", log_file(node));
+/// connections; also after a kill (pg_ctl removes the stale pid file). `settings` are the
+/// scenario's `[server.postgres]`, given to the server as `-c name=value`.
+pub async fn start(cluster: &Cluster, node: &str, settings: &PostgresSettings) -> anyhow::Result<()> {
+    let start = format!(
+        "{BIN}/pg_ctl -D {DATA} -o '-c config_file={CONF}/postgresql.conf{}' -l {} start",
+        settings.server_options(),
+        log_file(node)
+    );
     cluster
         .exec_ok(node, &["runuser", "-u", "postgres", "--", "sh", "-c", &start])
         .await

@@ -1,12 +1,13 @@
-//! Session-level advisory lock: acquire = `SELECT pg_try_advisory_lock(k)` until true or the
-//! timeout; release = `SELECT pg_advisory_unlock(k)` (false: this session does not hold it). The
-//! lock lasts as long as the session that took it. No fencing token.
+//! Session-level advisory lock: acquire = `SELECT pg_try_advisory_lock(t, k)` until true or the
+//! timeout; release = `SELECT pg_advisory_unlock(t, k)` (false: this session does not hold it;
+//! t, k: the lock type and resource id of [`AdvisoryKey`]). The lock lasts as long as the
+//! session that took it. No fencing token.
 //!
-//! Only simple-protocol queries (the key is an integer, written into the text): PgBouncer 1.18 in
+//! Only simple-protocol queries (the keys are integers, written into the text): PgBouncer 1.18 in
 //! transaction mode cannot carry the extended protocol's named prepared statements across
 //! server connections, and this client runs unchanged behind it.
 
-use super::{advisory_key, connect, describe, first_value, Session};
+use super::{connect, describe, first_value, AdvisoryKey, Session};
 use crate::lock_backends::LockParams;
 use crate::lock_backends::{Grant, LockClient, LockError};
 use std::time::{Duration, Instant};
@@ -57,7 +58,7 @@ impl Client {
 #[async_trait::async_trait]
 impl LockClient for Client {
     async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError> {
-        let sql = format!("SELECT pg_try_advisory_lock({})", advisory_key(key));
+        let sql = format!("SELECT pg_try_advisory_lock({})", AdvisoryKey::of(key).args());
         let deadline = Instant::now() + timeout;
         loop {
             let last_error = match self.select_bool(&sql).await {
@@ -77,7 +78,7 @@ impl LockClient for Client {
     }
 
     async fn release(&mut self, key: &str, _grant: &Grant) -> Result<(), LockError> {
-        let sql = format!("SELECT pg_advisory_unlock({})", advisory_key(key));
+        let sql = format!("SELECT pg_advisory_unlock({})", AdvisoryKey::of(key).args());
         match self.select_bool(&sql).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(LockError::Refused("this session does not hold the lock (session ended, or another backend)".into())),

@@ -1,12 +1,13 @@
 //! One Postgres 15 server in n1 (Debian's cluster 15/main), reachable over TCP without a
-//! password; with the pooler variant also PgBouncer on 6432. For the xact variant, the protected
+//! password, started with the scenario's `[server.postgres]` settings; with the pooler variants
+//! also PgBouncer on 6432. For the xact variant, the protected
 //! counter lives in the same database: tables `ledger` (the counters) and `ledger_log` (every
 //! committed read and write, in order), exported at the end of the run as the resource's log.
 
 use super::server::{self, psql_on, HBA_TRUST};
 use super::{pgbouncer, replication, PORT, PROCESS};
 use crate::containers::Cluster;
-use crate::lock_backends::{BackendSetup, ClientConfig, Failover, KillSession, Unsupported};
+use crate::lock_backends::{BackendSetup, ClientConfig, Failover, KillSession, PostgresSettings, Unsupported};
 use anyhow::Context;
 use checker::{Event, EventType, Process};
 
@@ -19,18 +20,26 @@ pub enum Variant {
     SessionPooler,
     /// Transaction-level lock; the counter is a table written in the same transaction.
     Xact,
+    /// Xact through PgBouncer in transaction pooling mode.
+    XactPooler,
     /// Xact on a primary with a synchronous standby (see replication.rs).
     XactReplicated,
 }
 
 impl Variant {
     fn transactional(self) -> bool {
-        matches!(self, Variant::Xact | Variant::XactReplicated)
+        matches!(self, Variant::Xact | Variant::XactPooler | Variant::XactReplicated)
+    }
+
+    fn pooled(self) -> bool {
+        matches!(self, Variant::SessionPooler | Variant::XactPooler)
     }
 }
 
 pub struct Setup {
     pub variant: Variant,
+    /// `[server.postgres]` of the scenario, for every server of the backend.
+    pub settings: PostgresSettings,
 }
 
 /// The tables of the xact variant. `time_ns` is the worker's run time when it sent the
@@ -65,6 +74,10 @@ impl BackendSetup for Setup {
         Err("advisory locks have no time in them: a server clock jump changes nothing")
     }
 
+    fn postgres_settings(&self) -> Result<(), Unsupported> {
+        Ok(())
+    }
+
     /// Configures the cluster (once), starts it with pg_ctl as user postgres and waits until it
     /// accepts connections; also after a kill (pg_ctl removes the stale pid file).
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
@@ -74,12 +87,12 @@ impl BackendSetup for Setup {
         if replicated && node == replication::STANDBY {
             replication::prepare_standby(cluster, node).await?;
         }
-        server::start(cluster, node).await?;
+        server::start(cluster, node, &self.settings).await?;
         // The standby gets the tables by replication (and cannot write).
         if self.variant.transactional() && node == NODE {
             psql(cluster, SCHEMA).await.context("creating the ledger tables")?;
         }
-        if self.variant == Variant::SessionPooler {
+        if self.variant.pooled() {
             pgbouncer::start(cluster, node).await?;
         }
         Ok(())
@@ -98,7 +111,9 @@ impl BackendSetup for Setup {
 
     fn kill_session(&self) -> Result<&dyn KillSession, Unsupported> {
         match self.variant {
-            Variant::SessionPooler => Err("behind PgBouncer the server's sessions belong to the pool, not to clients"),
+            Variant::SessionPooler | Variant::XactPooler => {
+                Err("behind PgBouncer the server's sessions belong to the pool, not to clients")
+            }
             _ => Ok(self),
         }
     }
@@ -116,6 +131,7 @@ impl BackendSetup for Setup {
             Variant::Session => ClientConfig::PostgresSession { addr: format!("{ip}:{PORT}") },
             Variant::SessionPooler => ClientConfig::PostgresSession { addr: format!("{ip}:{}", pgbouncer::PORT) },
             Variant::Xact => ClientConfig::PostgresXact { addr: format!("{ip}:{PORT}") },
+            Variant::XactPooler => ClientConfig::PostgresXact { addr: format!("{ip}:{}", pgbouncer::PORT) },
             Variant::XactReplicated => {
                 let standby = cluster.member(replication::STANDBY).map(|m| m.ip.to_string()).unwrap_or_default();
                 ClientConfig::PostgresXact { addr: format!("{ip}:{PORT},{standby}:{PORT}") }
@@ -127,7 +143,8 @@ impl BackendSetup for Setup {
     /// (only committed work is there: an aborted transaction leaves no row).
     async fn resource_records(&self, cluster: &Cluster) -> anyhow::Result<Option<Vec<Event>>> {
         let node = match self.variant {
-            Variant::Xact => NODE,
+            // Behind the pooler too: psql asks the server itself.
+            Variant::Xact | Variant::XactPooler => NODE,
             Variant::XactReplicated => replication::current_primary(cluster).await?,
             Variant::Session | Variant::SessionPooler => return Ok(None),
         };

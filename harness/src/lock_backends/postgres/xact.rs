@@ -1,16 +1,22 @@
 //! Transaction-level advisory lock with the protected write in the same transaction:
-//! acquire = `BEGIN; SELECT pg_try_advisory_xact_lock(k)` (ROLLBACK and retry while false);
+//! acquire = `BEGIN; SET LOCAL idle_in_transaction_session_timeout = …; SELECT
+//! pg_try_advisory_xact_lock(t, k)` (t, k: the lock type and resource id of [`AdvisoryKey`];
+//! ROLLBACK and retry while false);
 //! read = the counter from table `ledger`; write = the new value + `COMMIT`, which also releases
 //! the lock. Every read and write is logged into `ledger_log` inside the same transaction, so
 //! the log holds exactly the committed work (see setup.rs).
 //!
 //! The lock lasts as long as the transaction. For another client to get it while the holder is
 //! frozen, the holder's transaction must die: the client sets `idle_in_transaction_session_timeout`
-//! to the scenario's `lock.ttl_ms` on its session, so Postgres ends a session that sits idle
-//! inside its transaction (a paused holder) for that long, and its lock and uncommitted write
-//! go with it. A holder that wakes up afterwards finds its session gone and cannot commit.
+//! to the scenario's `lock.ttl_ms` with `SET LOCAL` inside each transaction, before taking the
+//! lock, so Postgres ends a session that sits idle inside that transaction (a paused holder) for
+//! that long, and its lock and uncommitted write go with it. A holder that wakes up afterwards
+//! finds its session gone and cannot commit. `SET LOCAL`, not a session-level `SET`: behind a
+//! transaction-mode pooler a session `SET` stays on whichever server connection ran it, for the
+//! other clients' transactions that land there, and is missing from the connections this
+//! client's next transactions land on.
 
-use super::{advisory_key, connect, describe, first_value, Session};
+use super::{connect, describe, first_value, AdvisoryKey, Session};
 use crate::lock_backends::LockParams;
 use crate::lock_backends::{Grant, LockClient, LockError, TxResource};
 use std::time::{Duration, Instant};
@@ -46,13 +52,7 @@ impl Client {
             return Ok(());
         }
         self.tx = Tx::None;
-        let conn = connect(&self.addr, self.op_timeout).await?;
-        let set = format!("SET idle_in_transaction_session_timeout = {}", self.lock.ttl_ms);
-        tokio::time::timeout(self.op_timeout, conn.client.batch_execute(&set))
-            .await
-            .map_err(|_| format!("{}: no answer within {:?}", self.addr, self.op_timeout))?
-            .map_err(|e| describe(&e))?;
-        self.conn = Some(conn);
+        self.conn = Some(connect(&self.addr, self.op_timeout).await?);
         Ok(())
     }
 
@@ -90,6 +90,15 @@ impl Client {
     }
 }
 
+/// One attempt to take the lock: a transaction whose idle timeout is set for it alone, then the
+/// lock (the SET LOCAL ends with the transaction, on whichever server connection it ran).
+fn acquire_sql(key: &str, idle_timeout_ms: u64) -> String {
+    format!(
+        "BEGIN; SET LOCAL idle_in_transaction_session_timeout = {idle_timeout_ms}; SELECT pg_try_advisory_xact_lock({})",
+        AdvisoryKey::of(key).args()
+    )
+}
+
 /// How a statement failed.
 enum Failure {
     /// Not sent: the session was already gone.
@@ -111,7 +120,7 @@ impl Failure {
 #[async_trait::async_trait]
 impl LockClient for Client {
     async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError> {
-        let sql = format!("BEGIN; SELECT pg_try_advisory_xact_lock({})", advisory_key(key));
+        let sql = acquire_sql(key, self.lock.ttl_ms);
         let deadline = Instant::now() + timeout;
         loop {
             let attempt = match self.ensure_connected().await {
@@ -228,5 +237,22 @@ impl TxResource for Client {
             Err(Failure::Server(e)) | Err(Failure::NotSent(e)) => Err(LockError::Refused(format!("not committed: {e}"))),
             Err(Failure::Lost(e)) => Err(LockError::Unknown(format!("commit outcome unknown: {e}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_idle_timeout_is_set_inside_each_transaction_before_the_lock() {
+        let k = AdvisoryKey::of("ledger");
+        assert_eq!(
+            acquire_sql("ledger", 1000),
+            format!(
+                "BEGIN; SET LOCAL idle_in_transaction_session_timeout = 1000; SELECT pg_try_advisory_xact_lock({}, {})",
+                k.lock_type, k.resource
+            )
+        );
     }
 }
