@@ -94,18 +94,24 @@ pub fn parse_offset(text: &str) -> anyhow::Result<(i64, i64)> {
     Ok(((secs * 1e6).round() as i64, ppm))
 }
 
-/// The shell script that switches the rate in the node: measures the server clock's offset
+/// The bash script that switches the rate in the node: measures the server clock's offset
 /// against the node's true time, computes the offset for this instant (as
 /// [`continuous_offset_us`]), writes it atomically, measures again, and prints
-/// `before_offset_us before_real_us after_offset_us after_real_us elapsed_cs written`, a
-/// measurement that failed being `-`. `clock` prints the server's clock as seconds and
-/// microseconds on two lines. No single quotes inside: the exec passes it as one argument.
+/// `before_offset_us before_real_us before_spread_us after_… elapsed_cs written`, a
+/// measurement that failed being `- - -`. `clock` prints the server's clock as seconds and
+/// microseconds on two lines. A measurement is the best of three reads (the one with the
+/// shortest round trip, as NTP picks), its true time the round trip's middle and its spread
+/// half the round trip: the server read its clock somewhere within it. No single quotes
+/// inside: the exec passes it as one argument.
 pub fn switch_script(process: &str, clock: &[&str], offset_us: i64, ppm: i64, starting: bool) -> String {
     let clock = clock.join(" ");
     let op = if starting { '-' } else { '+' };
     format!(
-        "probe() {{ a=$(date +%s%N); t=$({clock} 2>/dev/null | tr \"\\n\" \" \"); b=$(date +%s%N); set -- $t; \
-         if [ $# -eq 2 ]; then echo $(( $1 * 1000000 + $2 - (a + b) / 2000 )) $(( (a + b) / 2000 )); else echo - -; fi; }}; \
+        "probe() {{ best=; for i in 1 2 3; do a=${{EPOCHREALTIME/./}}; t=$({clock} 2>/dev/null | tr \"\\n\" \" \"); \
+         b=${{EPOCHREALTIME/./}}; set -- $t; [ $# -eq 2 ] || continue; w=$(( b - a )); \
+         if [ -z \"$best\" ] || [ $w -lt $bw ]; then bw=$w; \
+         best=\"$(( $1 * 1000000 + $2 - (a + b) / 2 )) $(( (a + b) / 2 )) $(( w / 2 ))\"; fi; done; \
+         echo ${{best:-- - -}}; }}; \
          pid=$(pgrep -o -x {process}) || {{ echo \"{process} is not running\" >&2; exit 1; }}; \
          before=$(probe); \
          tck=$(getconf CLK_TCK); st=$(sed \"s/.*) //\" /proc/$pid/stat | cut -d\" \" -f20); \
@@ -130,13 +136,24 @@ fn offset_shell(expr: &str, ppm: i64) -> String {
     )
 }
 
+/// One read of the server's clock against the node's true time, all in µs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reading {
+    /// Server clock − true time.
+    pub offset: i64,
+    /// The true time of the read (the middle of its round trip).
+    pub real: i64,
+    /// Half its round trip: the read happened within ± this of `real`.
+    pub spread: i64,
+}
+
 /// One switch as measured in the node.
 #[derive(Debug, PartialEq)]
 pub struct Switch {
-    /// The server clock's offset from true time (µs) and the true time (µs) just before and
-    /// just after the offset file was written; None when the clock could not be read.
-    pub before: Option<(i64, i64)>,
-    pub after: Option<(i64, i64)>,
+    /// The reads just before and just after the offset file was written; None when the clock
+    /// could not be read.
+    pub before: Option<Reading>,
+    pub after: Option<Reading>,
     /// The offset written (µs).
     pub written_us: i64,
 }
@@ -144,28 +161,31 @@ pub struct Switch {
 impl Switch {
     pub fn parse(out: &str) -> anyhow::Result<Switch> {
         let words: Vec<&str> = out.split_whitespace().collect();
-        let [b_off, b_real, a_off, a_real, _el, written] = words[..] else {
-            anyhow::bail!("the slew's switch printed `{}`, not six words", out.trim());
+        let [b_off, b_real, b_spread, a_off, a_real, a_spread, _el, written] = words[..] else {
+            anyhow::bail!("the slew's switch printed `{}`, not eight words", out.trim());
         };
-        let pair = |off: &str, real: &str| Some((off.parse().ok()?, real.parse().ok()?));
+        let reading = |off: &str, real: &str, spread: &str| {
+            Some(Reading { offset: off.parse().ok()?, real: real.parse().ok()?, spread: spread.parse().ok()? })
+        };
         Ok(Switch {
-            before: pair(b_off, b_real),
-            after: pair(a_off, a_real),
+            before: reading(b_off, b_real, b_spread),
+            after: reading(a_off, a_real, a_spread),
             written_us: written.parse().with_context(|| format!("offset `{written}`"))?,
         })
     }
 
-    /// The jump the switch made (µs): the change of offset across it, less what the rate in
-    /// force accounts for meanwhile (nothing that matters across a few ms).
-    pub fn jump_us(&self) -> Option<i64> {
-        Some(self.after?.0 - self.before?.0)
+    /// The jump the switch made (µs): the change of offset across it (what the rate adds over
+    /// the few ms between the reads is far below their spread), and how far off that can be.
+    pub fn jump_us(&self) -> Option<(i64, i64)> {
+        let (b, a) = (self.before?, self.after?);
+        Some((a.offset - b.offset, a.spread + b.spread))
     }
 }
 
-/// The words of a jump for the history: `+0.4 ms`, or `not measured`.
-fn jump_text(jump_us: Option<i64>) -> String {
-    match jump_us {
-        Some(us) => format!("{:+.1} ms", us as f64 / 1000.0),
+/// The words of a jump for the history: `+0.4 ms (± 0.9 ms)`, or `not measured`.
+fn jump_text(jump: Option<(i64, i64)>) -> String {
+    match jump {
+        Some((us, within)) => format!("{:+.1} ms (± {:.1} ms)", us as f64 / 1000.0, within as f64 / 1000.0),
         None => "not measured (the server's clock could not be read)".into(),
     }
 }
@@ -189,7 +209,7 @@ impl ClockSlew {
     async fn switch(&self, ctx: &FaultContext<'_>, target: &str, offset_us: i64, starting: bool) -> anyhow::Result<Switch> {
         let clock = ctx.backend.server_clock().map_err(|why| anyhow::anyhow!("cannot read the server's clock: {why}"))?;
         let script = switch_script(ctx.backend.server_process(), clock, offset_us, rate_ppm(self.rate), starting);
-        let out = ctx.cluster.exec_ok(target, &["sh", "-c", &script]).await?;
+        let out = ctx.cluster.exec_ok(target, &["bash", "-c", &script]).await?;
         Switch::parse(&out)
     }
 }
@@ -232,10 +252,10 @@ impl FaultAction for ClockSlew {
             anyhow::bail!("{target}'s clock already runs at another rate (`{}`)", current.trim());
         }
         let switch = self.switch(ctx, target, base_us, true).await?;
-        let Some((after_off, after_real)) = switch.after else {
+        let Some(after) = switch.after else {
             anyhow::bail!("the slew was written, but the server's clock could not be read after it");
         };
-        let state = format!("{} {} {after_off} {after_real}", switch.written_us, rate_ppm(self.rate));
+        let state = format!("{} {} {} {}", switch.written_us, rate_ppm(self.rate), after.offset, after.real);
         ctx.cluster.exec_ok(target, &["sh", "-c", &format!("echo {state} > {STATE_FILE}")]).await?;
         Ok(Some(format!("began with a jump of {}", jump_text(switch.jump_us()))))
     }
@@ -260,7 +280,7 @@ impl FaultAction for ClockSlew {
             Err(e) => return Err(NotInEffect(format!("the slew could not be stopped and measured: {e:#}")).into()),
         };
         ctx.cluster.exec_ok(target, &["rm", "-f", STATE_FILE]).await?;
-        let Some((end_off, end_real)) = switch.before else {
+        let Some(Reading { offset: end_off, real: end_real, .. }) = switch.before else {
             return Err(NotInEffect("the server's clock could not be read at the end of the slew".into()).into());
         };
         let judged = judge_gain(end_off - start_off, gain_us(end_real - start_real, ppm)).map_err(NotInEffect)?;
@@ -320,22 +340,24 @@ mod tests {
             let out_ppm = if starting { ppm } else { PPM };
             let script =
                 format!("el={el}; {} echo \"$o $text\"", offset_shell(&format!("{offset} {op} $el * 10000 * ({ppm} - {PPM}) / {PPM}"), out_ppm));
-            let out = std::process::Command::new("sh").args(["-c", &script]).output().unwrap();
+            let out = std::process::Command::new("bash").args(["-c", &script]).output().unwrap();
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             let want = continuous_offset_us(offset, el, ppm, starting);
             assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("{want} {}", offset_text(want, out_ppm)), "{script}");
         }
         let script = switch_script("redis-server", &["redis-cli", "TIME"], -5, 1_050_000, true);
         assert!(!script.contains('\''), "{script}");
-        let out = std::process::Command::new("sh").args(["-n", "-c", &script]).output().unwrap();
+        let out = std::process::Command::new("bash").args(["-n", "-c", &script]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 
     #[test]
     fn a_switch_is_read_from_the_script_and_a_clock_that_did_not_move_is_no_slew() {
-        let s = Switch::parse("120 1000 480 2000 3000 -1500000\n").unwrap();
-        assert_eq!((s.before, s.after, s.written_us, s.jump_us()), (Some((120, 1000)), Some((480, 2000)), -1_500_000, Some(360)));
-        let s = Switch::parse("- - 480 2000 3000 7").unwrap();
+        let s = Switch::parse("120 1000 300 480 2000 200 3000 -1500000\n").unwrap();
+        let reading = |offset, real, spread| Some(Reading { offset, real, spread });
+        assert_eq!((s.before, s.after, s.written_us), (reading(120, 1000, 300), reading(480, 2000, 200), -1_500_000));
+        assert_eq!(s.jump_us(), Some((360, 500)));
+        let s = Switch::parse("- - - 480 2000 200 3000 7").unwrap();
         assert_eq!((s.before, s.jump_us()), (None, None));
         assert!(Switch::parse("oops").is_err());
 
