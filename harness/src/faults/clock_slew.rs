@@ -6,9 +6,10 @@
 //! modifier was written: with offset `o` and rate `r` the server reads t + o + (r − 1)(t − s).
 //! So the start writes o = b − (r − 1)(t₀ − s), where b is the offset in force at t₀, and the
 //! stop writes o + (r − 1)(t₁ − s) with rate 1: both equal the clock just before the switch.
-//! t − s comes from /proc (the server's start time and the uptime, 10 ms ticks: the jump that
-//! error leaves is (r − 1) × ≤ 20 ms), computed by the script in the node at the moment it
-//! writes the offset file.
+//! t − s comes from /proc (the server's start time and the uptime), computed by the script in
+//! the node at the moment it writes the offset file. Its error (10 ms ticks, and the daemon
+//! forks a little after libfaketime started in it) leaves a jump of (r − 1) × that error: about
+//! a millisecond at 1.05, up to ~20 ms measured at 2x.
 //!
 //! Measured, not assumed: around each switch the script reads the server's own clock (the
 //! backend's `server_clock` capability: Redis's TIME) against the node's true time, and the
@@ -97,7 +98,7 @@ pub fn parse_offset(text: &str) -> anyhow::Result<(i64, i64)> {
 /// The bash script that switches the rate in the node: measures the server clock's offset
 /// against the node's true time, computes the offset for this instant (as
 /// [`continuous_offset_us`]), writes it atomically, measures again, and prints
-/// `before_offset_us before_real_us before_spread_us after_… elapsed_cs written`, a
+/// `before_offset_us before_real_us before_spread_us after_… elapsed_cs written written_at_us`, a
 /// measurement that failed being `- - -`. `clock` prints the server's clock as seconds and
 /// microseconds on two lines. A measurement is the best of three reads (the one with the
 /// shortest round trip, as NTP picks), its true time the round trip's middle and its spread
@@ -107,7 +108,7 @@ pub fn switch_script(process: &str, clock: &[&str], offset_us: i64, ppm: i64, st
     let clock = clock.join(" ");
     let op = if starting { '-' } else { '+' };
     format!(
-        "probe() {{ best=; for i in 1 2 3; do a=${{EPOCHREALTIME/./}}; t=$({clock} 2>/dev/null | tr \"\\n\" \" \"); \
+        "probe() {{ best=; for i in 1 2 3; do a=${{EPOCHREALTIME/./}}; t=$({clock} 2>/dev/null); \
          b=${{EPOCHREALTIME/./}}; set -- $t; [ $# -eq 2 ] || continue; w=$(( b - a )); \
          if [ -z \"$best\" ] || [ $w -lt $bw ]; then bw=$w; \
          best=\"$(( $1 * 1000000 + $2 - (a + b) / 2 )) $(( (a + b) / 2 )) $(( w / 2 ))\"; fi; done; \
@@ -119,8 +120,8 @@ pub fn switch_script(process: &str, clock: &[&str], offset_us: i64, ppm: i64, st
          el=$(( up - st * 100 / tck )); \
          {offset_shell} \
          echo \"$text\" > {OFFSET_FILE}.new && mv {OFFSET_FILE}.new {OFFSET_FILE}; \
-         after=$(probe); \
-         echo $before $after $el $o",
+         at=${{EPOCHREALTIME/./}}; after=$(probe); \
+         echo $before $after $el $o $at",
         offset_shell = offset_shell(&format!("{offset_us} {op} $el * 10000 * ({ppm} - {PPM}) / {PPM}"), if starting { ppm } else { PPM }),
     )
 }
@@ -154,15 +155,16 @@ pub struct Switch {
     /// could not be read.
     pub before: Option<Reading>,
     pub after: Option<Reading>,
-    /// The offset written (µs).
+    /// The offset written (µs), and the true time (µs) just after it was.
     pub written_us: i64,
+    pub written_at: i64,
 }
 
 impl Switch {
     pub fn parse(out: &str) -> anyhow::Result<Switch> {
         let words: Vec<&str> = out.split_whitespace().collect();
-        let [b_off, b_real, b_spread, a_off, a_real, a_spread, _el, written] = words[..] else {
-            anyhow::bail!("the slew's switch printed `{}`, not eight words", out.trim());
+        let [b_off, b_real, b_spread, a_off, a_real, a_spread, _el, written, at] = words[..] else {
+            anyhow::bail!("the slew's switch printed `{}`, not nine words", out.trim());
         };
         let reading = |off: &str, real: &str, spread: &str| {
             Some(Reading { offset: off.parse().ok()?, real: real.parse().ok()?, spread: spread.parse().ok()? })
@@ -171,14 +173,18 @@ impl Switch {
             before: reading(b_off, b_real, b_spread),
             after: reading(a_off, a_real, a_spread),
             written_us: written.parse().with_context(|| format!("offset `{written}`"))?,
+            written_at: at.parse().with_context(|| format!("time `{at}`"))?,
         })
     }
 
-    /// The jump the switch made (µs): the change of offset across it (what the rate adds over
-    /// the few ms between the reads is far below their spread), and how far off that can be.
-    pub fn jump_us(&self) -> Option<(i64, i64)> {
+    /// The jump the switch made (µs), and how far off that can be: the change of offset
+    /// between the reads, less what the clock gained meanwhile at the rate in force before the
+    /// write (`ppm_before`) and after it (`ppm_after`). At 2x, 20 ms between the reads are a
+    /// 20 ms change of offset that is no jump.
+    pub fn jump_us(&self, ppm_before: i64, ppm_after: i64) -> Option<(i64, i64)> {
         let (b, a) = (self.before?, self.after?);
-        Some((a.offset - b.offset, a.spread + b.spread))
+        let drift = gain_us(self.written_at - b.real, ppm_before) + gain_us(a.real - self.written_at, ppm_after);
+        Some((a.offset - b.offset - drift, a.spread + b.spread))
     }
 }
 
@@ -257,7 +263,7 @@ impl FaultAction for ClockSlew {
         };
         let state = format!("{} {} {} {}", switch.written_us, rate_ppm(self.rate), after.offset, after.real);
         ctx.cluster.exec_ok(target, &["sh", "-c", &format!("echo {state} > {STATE_FILE}")]).await?;
-        Ok(Some(format!("began with a jump of {}", jump_text(switch.jump_us()))))
+        Ok(Some(format!("began with a jump of {}", jump_text(switch.jump_us(PPM, rate_ppm(self.rate))))))
     }
 
     async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
@@ -284,7 +290,7 @@ impl FaultAction for ClockSlew {
             return Err(NotInEffect("the server's clock could not be read at the end of the slew".into()).into());
         };
         let judged = judge_gain(end_off - start_off, gain_us(end_real - start_real, ppm)).map_err(NotInEffect)?;
-        Ok(Some(format!("{judged} in {:.1} s; ended with a jump of {}", (end_real - start_real) as f64 / 1e6, jump_text(switch.jump_us()))))
+        Ok(Some(format!("{judged} in {:.1} s; ended with a jump of {}", (end_real - start_real) as f64 / 1e6, jump_text(switch.jump_us(ppm, PPM)))))
     }
 }
 
@@ -353,12 +359,15 @@ mod tests {
 
     #[test]
     fn a_switch_is_read_from_the_script_and_a_clock_that_did_not_move_is_no_slew() {
-        let s = Switch::parse("120 1000 300 480 2000 200 3000 -1500000\n").unwrap();
+        let s = Switch::parse("120 1000 300 1480 3000 200 3000 -1500000 1800\n").unwrap();
         let reading = |offset, real, spread| Some(Reading { offset, real, spread });
-        assert_eq!((s.before, s.after, s.written_us), (reading(120, 1000, 300), reading(480, 2000, 200), -1_500_000));
-        assert_eq!(s.jump_us(), Some((360, 500)));
-        let s = Switch::parse("- - - 480 2000 200 3000 7").unwrap();
-        assert_eq!((s.before, s.jump_us()), (None, None));
+        assert_eq!((s.before, s.after, s.written_us, s.written_at), (reading(120, 1000, 300), reading(1480, 3000, 200), -1_500_000, 1800));
+        // A start at 2x: 1200 µs of the change are the clock running fast after the write.
+        assert_eq!(s.jump_us(PPM, 2 * PPM), Some((160, 500)));
+        // A stop from 2x: 800 µs before the write.
+        assert_eq!(s.jump_us(2 * PPM, PPM), Some((560, 500)));
+        let s = Switch::parse("- - - 480 2000 200 3000 7 1500").unwrap();
+        assert_eq!((s.before, s.jump_us(PPM, PPM)), (None, None));
         assert!(Switch::parse("oops").is_err());
 
         // 20 s at 1.05: 1 s expected.
