@@ -5,11 +5,14 @@
 //! failed, its trigger never held while the workload lasted, its target could not be found, the
 //! same fault was already on) is recorded in the history (`skipped`, or `start` with its error)
 //! and named in [`Nemesis::not_applied`], and the run's outcome is then unknown.
+//!
+//! Over 400 lines with its tests: a step's life (wait, fire, heal, skip) is one state machine
+//! whose tests read its private state (`not_applied`, the active faults), so they stay here.
 
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
 use crate::events::FaultChange;
-use crate::faults::{Fault, FaultContext, Injection};
+use crate::faults::{Fault, FaultContext, Injection, NotInEffect};
 use crate::live_history::{LiveHistory, Phase};
 use crate::scenario::Trigger;
 use crate::schedule::PlannedFault;
@@ -26,8 +29,8 @@ const LEADER_WAIT_MS: u64 = 5000;
 struct Active {
     injection: Injection,
     heal_at_ms: u64,
-    /// Drawn by the random schedule, whose faults follow one another.
-    from_random: bool,
+    /// Its step, to name it if its heal finds it never took effect.
+    step: PlannedFault,
 }
 
 pub struct Nemesis {
@@ -92,7 +95,7 @@ impl Nemesis {
         let mut still_active = vec![];
         for a in std::mem::take(&mut self.active) {
             if a.heal_at_ms <= now_ms {
-                changes.push(self.heal(ctx, &a.injection).await?);
+                changes.push(self.heal(ctx, &a).await?);
             } else {
                 still_active.push(a);
             }
@@ -128,7 +131,7 @@ impl Nemesis {
                 self.not_applied.push(describe(&step, &injection.target, &format!("its injection failed: {e}")));
             }
             changes.push(change);
-            self.active.push(Active { injection, heal_at_ms: now_ms + step.duration_ms, from_random: step.from_random_schedule() });
+            self.active.push(Active { injection, heal_at_ms: now_ms + step.duration_ms, step });
         }
         Ok(changes)
     }
@@ -138,7 +141,7 @@ impl Nemesis {
     /// and so heal, late; the next then waits for that heal instead of finding its fault still
     /// on (and being skipped, which would make the run unknown for the machine's slowness).
     fn behind_a_random_fault(&self, step: &PlannedFault) -> bool {
-        step.from_random_schedule() && self.active.iter().any(|a| a.from_random)
+        step.from_random_schedule() && self.active.iter().any(|a| a.step.from_random_schedule())
     }
 
     /// The step's trigger (a `holder` target waits for a client in its section) and the client
@@ -250,7 +253,7 @@ impl Nemesis {
         self.drop_unfired(ended_ms)?;
         let mut changes = vec![];
         for a in std::mem::take(&mut self.active) {
-            changes.push(self.heal(ctx, &a.injection).await?);
+            changes.push(self.heal(ctx, &a).await?);
         }
         Ok(changes)
     }
@@ -283,7 +286,7 @@ impl Nemesis {
     fn skip(&mut self, step: &PlannedFault, target: &str, why: String) -> anyhow::Result<()> {
         self.not_applied.push(describe(step, target, &why));
         let injection = Injection { fault: step.fault.clone(), target: target.to_string() };
-        self.record(&injection, FaultPhase::Skipped, Some(why))
+        self.record(&injection, injection.detail(), FaultPhase::Skipped, Some(why))
     }
 
     async fn inject(&mut self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<FaultChange> {
@@ -292,31 +295,65 @@ impl Nemesis {
         // another, before `docker kill` returns). With the stop stamped when the heal is done,
         // a fault's band covers every moment it may have been in effect.
         let sent = self.clock.now();
-        let result = inj.fault.action().inject(ctx, &inj.target).await;
-        let error = result.err().map(|e| format!("{e:#}"));
-        self.record_at(sent, inj, FaultPhase::Start, error.clone())?;
-        Ok(FaultChange { fault: inj.fault.name(), target: inj.target.clone(), detail: inj.detail(), phase: FaultPhase::Start, error })
+        let (measured, error) = match inj.fault.action().inject_measured(ctx, &inj.target).await {
+            Ok(measured) => (measured, None),
+            Err(e) => (None, Some(format!("{e:#}"))),
+        };
+        let detail = with_measured(inj.detail(), measured);
+        self.record_at(sent, inj, detail.clone(), FaultPhase::Start, error.clone())?;
+        Ok(FaultChange { fault: inj.fault.name(), target: inj.target.clone(), detail, phase: FaultPhase::Start, error })
     }
 
-    async fn heal(&mut self, ctx: &FaultContext<'_>, inj: &Injection) -> anyhow::Result<FaultChange> {
-        let result = inj.fault.action().heal(ctx, &inj.target).await;
-        let error = result.err().map(|e| format!("{e:#}"));
-        self.record(inj, FaultPhase::Stop, error.clone())?;
-        Ok(FaultChange { fault: inj.fault.name(), target: inj.target.clone(), detail: inj.detail(), phase: FaultPhase::Stop, error })
+    async fn heal(&mut self, ctx: &FaultContext<'_>, a: &Active) -> anyhow::Result<FaultChange> {
+        let inj = &a.injection;
+        let result = inj.fault.action().heal_measured(ctx, &inj.target).await;
+        let (measured, error) = self.heal_outcome(a, result);
+        let detail = with_measured(inj.detail(), measured);
+        self.record(inj, detail.clone(), FaultPhase::Stop, error.clone())?;
+        Ok(FaultChange { fault: inj.fault.name(), target: inj.target.clone(), detail, phase: FaultPhase::Stop, error })
     }
 
-    fn record(&mut self, inj: &Injection, phase: FaultPhase, error: Option<String>) -> anyhow::Result<()> {
-        self.record_at(self.clock.now(), inj, phase, error)
+    /// What a heal measured, or its error; a heal that found its fault never took effect
+    /// ([`NotInEffect`]) names the step in `not_applied`.
+    fn heal_outcome(&mut self, a: &Active, result: anyhow::Result<Option<String>>) -> (Option<String>, Option<String>) {
+        match result {
+            Ok(measured) => (measured, None),
+            Err(e) => {
+                if let Some(not) = e.downcast_ref::<NotInEffect>() {
+                    self.not_applied.push(describe(&a.step, &a.injection.target, &not.0));
+                }
+                (None, Some(format!("{e:#}")))
+            }
+        }
     }
 
-    fn record_at(&mut self, time: u64, inj: &Injection, phase: FaultPhase, error: Option<String>) -> anyhow::Result<()> {
+    fn record(&mut self, inj: &Injection, detail: Option<String>, phase: FaultPhase, error: Option<String>) -> anyhow::Result<()> {
+        self.record_at(self.clock.now(), inj, detail, phase, error)
+    }
+
+    fn record_at(
+        &mut self,
+        time: u64,
+        inj: &Injection,
+        detail: Option<String>,
+        phase: FaultPhase,
+        error: Option<String>,
+    ) -> anyhow::Result<()> {
         let mut ev = Event::new(time, Process::Named(Process::NEMESIS.into()), EventType::Info, inj.fault.name());
         ev.node = Some(inj.target.clone());
-        ev.detail = inj.detail();
+        ev.detail = detail;
         ev.value = phase.into();
         ev.error = error;
         self.log.append(ev)?;
         Ok(())
+    }
+}
+
+/// A fault's parameters in words and what was measured of it: `x1.05; gained +1000.2 ms …`.
+fn with_measured(detail: Option<String>, measured: Option<String>) -> Option<String> {
+    match (detail, measured) {
+        (Some(d), Some(m)) => Some(format!("{d}; {m}")),
+        (d, m) => d.or(m),
     }
 }
 
@@ -351,6 +388,34 @@ mod tests {
     }
 
     #[test]
+    fn a_heal_that_finds_its_fault_never_took_effect_names_it_and_a_measured_one_is_recorded() {
+        use crate::faults::clock_slew::ClockSlew;
+        let dir = tempfile::tempdir().unwrap();
+        let mut n = nemesis(dir.path(), vec![]);
+        let mut planned = step(2000, "nemesis.timeline[2]", Target::Node(3), None);
+        planned.fault = Fault::ClockSlew(ClockSlew { rate: 1.05 });
+        let active = Active { injection: Injection { fault: planned.fault.clone(), target: "n3".into() }, heal_at_ms: 9000, step: planned };
+
+        // A heal that failed for another reason is an error of the heal, not a claim about the fault.
+        let (_, error) = n.heal_outcome(&active, Err(anyhow::anyhow!("docker exec failed")));
+        assert_eq!(error.as_deref(), Some("docker exec failed"));
+        assert!(n.not_applied().is_empty());
+
+        let (measured, _) = n.heal_outcome(&active, Ok(Some("gained +350.0 ms".into())));
+        assert_eq!(with_measured(active.injection.detail(), measured).as_deref(), Some("x1.05; gained +350.0 ms"));
+        assert!(n.not_applied().is_empty());
+
+        let never = NotInEffect("gained +0.2 ms (the rate says +350.0 ms): the server's clock did not run at the slew's rate".into());
+        let (measured, error) = n.heal_outcome(&active, Err(never.into()));
+        assert_eq!(measured, None);
+        assert!(error.unwrap().contains("did not run at the slew's rate"));
+        assert_eq!(
+            n.not_applied(),
+            ["nemesis.timeline[2] (clock-slew on n3, due at 2000 ms) did not take effect: gained +0.2 ms (the rate says +350.0 ms): the server's clock did not run at the slew's rate"]
+        );
+    }
+
+    #[test]
     fn steps_left_at_the_end_are_named_with_why_and_a_fired_random_stream_ends_quietly() {
         let dir = tempfile::tempdir().unwrap();
         let random = |at| step(at, schedule::RANDOM_ORIGIN, Target::Client(2), None);
@@ -379,14 +444,10 @@ mod tests {
         // A random step waits while the random fault before it is still on (healed late), and
         // only then: timeline faults do not hold it back.
         let mut n = nemesis(dir.path(), vec![]);
-        let on = |from_random| Active {
-            injection: Injection { fault: Fault::Pause(Pause {}), target: "client-2".into() },
-            heal_at_ms: 600,
-            from_random,
-        };
-        n.active = vec![on(false)];
+        let on = |step| Active { injection: Injection { fault: Fault::Pause(Pause {}), target: "client-2".into() }, heal_at_ms: 600, step };
+        n.active = vec![on(step(100, "nemesis.timeline[0]", Target::Client(2), None))];
         assert!(!n.behind_a_random_fault(&random(500)));
-        n.active.push(on(true));
+        n.active.push(on(random(100)));
         assert!(n.behind_a_random_fault(&random(500)));
         assert!(!n.behind_a_random_fault(&step(500, "nemesis.timeline[0]", Target::Client(2), None)));
 

@@ -102,7 +102,31 @@ pub trait FaultAction: Send + Sync {
     async fn inject(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()>;
     /// Undoes it. Must be safe to call on a target that has already been healed or has exited.
     async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()>;
+    /// What the nemesis calls: [`FaultAction::inject`], plus what was measured of the fault as
+    /// it started (a clock slew: the jump its start made), for the history's start record.
+    async fn inject_measured(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<Option<String>> {
+        self.inject(ctx, target).await.map(|()| None)
+    }
+    /// What the nemesis calls: [`FaultAction::heal`], plus what was measured of the fault over
+    /// its life, for the stop record. A fault that finds it never took effect (a clock slew
+    /// whose clock did not run fast) returns [`NotInEffect`]: the run then ends unknown.
+    async fn heal_measured(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<Option<String>> {
+        self.heal(ctx, target).await.map(|()| None)
+    }
 }
+
+/// A heal's finding that its fault never took effect, with why: the nemesis names the step in
+/// the run's `not_applied`, so the run cannot end safe.
+#[derive(Debug)]
+pub struct NotInEffect(pub String);
+
+impl std::fmt::Display for NotInEffect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotInEffect {}
 
 /// The default target rule: `nodes` is only for the partition shapes that split all nodes.
 pub fn not_all_nodes(target: &Target) -> Result<(), StepError> {
@@ -205,6 +229,10 @@ fault_kinds! {
     /// Flip the target node's server clock between `offset_ms` and the true time every
     /// `period_ms` until the fault ends.
     "clock-strobe" => ClockStrobe(clock_strobe::ClockStrobe),
+    /// Run the target node's server clock `rate` times as fast as true time while the fault
+    /// lasts (libfaketime's rate), continuous when it starts and stops; measured, and the run
+    /// ends unknown when the clock did not gain what the rate says.
+    "clock-slew" => ClockSlew(clock_slew::ClockSlew),
     /// Delay every packet the target node sends by `delay_ms` (netem); refused before the
     /// workload where the kernel has no netem.
     "latency" => Latency(latency::Latency),
@@ -270,6 +298,7 @@ mod tests {
             ("partition-drop", "shape = 'halves'"),
             ("clock-jump", "offset_ms = -3000"),
             ("clock-strobe", "offset_ms = 1000\nperiod_ms = 100"),
+            ("clock-slew", "rate = 1.05"),
             ("latency", "delay_ms = 50"),
             ("failover", ""),
             ("kill-session", ""),

@@ -158,6 +158,11 @@ pub trait BackendSetup: Send + Sync {
     fn clock_faults(&self) -> Result<(), Unsupported> {
         Err("its servers do not run under libfaketime")
     }
+    /// A command, run in a node, that prints its server's clock as seconds and microseconds on
+    /// two lines (Redis's TIME): how a clock slew measures that the clock really ran fast.
+    fn server_clock(&self) -> Result<&'static [&'static str], Unsupported> {
+        Err("lockchaos has no way to read its servers' clock")
+    }
     /// `server.persistence` applies.
     fn persistence(&self) -> Result<(), Unsupported> {
         Err("it has no persistence setting (only the Redis backends do)")

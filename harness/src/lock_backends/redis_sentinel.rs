@@ -43,6 +43,10 @@ impl BackendSetup for Setup {
         Ok(())
     }
 
+    fn server_clock(&self) -> Result<&'static [&'static str], Unsupported> {
+        Ok(redis_server::TIME_COMMAND)
+    }
+
     /// n1 comes up as master, n2 as replica of n1. A restarted server comes back empty (no
     /// persistence) as a replica of n1; Sentinel reconfigures it to follow the current master.
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 pub const PORT: u16 = 6379;
 pub const PROCESS: &str = "redis-server";
+/// The server's clock, run in its node: TIME prints seconds and microseconds on two lines.
+pub const TIME_COMMAND: &[&str] = &["redis-cli", "-p", "6379", "TIME"];
 
 /// Deletes the key only if it still holds our value, in one step on the server.
 const RELEASE_SCRIPT: &str = r#"
@@ -189,6 +191,10 @@ impl BackendSetup for IndependentServers {
 
     fn clock_faults(&self) -> Result<(), Unsupported> {
         Ok(())
+    }
+
+    fn server_clock(&self) -> Result<&'static [&'static str], Unsupported> {
+        Ok(TIME_COMMAND)
     }
 
     fn renew(&self) -> Result<(), Unsupported> {

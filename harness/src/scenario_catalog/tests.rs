@@ -143,6 +143,21 @@ const BAD: &[(&str, &str, &str)] = &[
         "f.toml:7: field 'nemesis.random.interval_ms': min 10 is above max 5",
     ),
     (
+        "clock slew at rate 1",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"clock-slew\"\ntarget = \"n3\"\nrate = 1.0\nduration_ms = 1\n",
+        "f.toml:9: field 'nemesis.timeline[0].rate': a clock-slew needs a `rate` between 0.1 and 10 other than 1, not 1",
+    ),
+    (
+        "clock slew on a client",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"clock-slew\"\ntarget = \"client-1\"\nrate = 1.05\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.timeline[0].target': a clock-slew needs a node target (nK, random-node or leader)",
+    ),
+    (
+        "clock slew where the servers ignore libfaketime",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"etcd\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"clock-slew\"\ntarget = \"n1\"\nrate = 1.05\nduration_ms = 1\n",
+        "f.toml:7: field 'nemesis.timeline[0].fault': clock faults are not possible on etcd: etcd is a Go program that reads the clock without libc, so libfaketime cannot move it",
+    ),
+    (
         "clock strobe too fast",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"clock-strobe\"\ntarget = \"n1\"\noffset_ms = 5000\nperiod_ms = 5\nduration_ms = 1\n",
         "f.toml:10: field 'nemesis.timeline[0].period_ms': a clock-strobe needs `period_ms` of at least 10",
