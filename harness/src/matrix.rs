@@ -2,11 +2,16 @@
 //! by the matrix reporter from the runs' events (`reporters::matrix`).
 
 use crate::events::EventSink;
+use crate::events::Reporter;
+use crate::reporters::matrix::MatrixReport;
 use crate::run::RunOptions;
+use crate::run_store;
 use crate::scenario::LoadedScenario;
 use crate::scenario_catalog;
 use crate::series;
 use anyhow::Context;
+use results::RunResults;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The scenarios whose names match any of the comma-separated globs (`redis-*,etcd-pause-*`),
@@ -33,6 +38,30 @@ fn glob_set(patterns: &str) -> anyhow::Result<globset::GlobSet> {
         globs.add(globset::Glob::new(p).with_context(|| format!("bad scenario pattern `{p}`"))?);
     }
     globs.build().context("scenario patterns")
+}
+
+/// `lockchaos matrix merge`: the matrix and the article's table of the runs already in `stores`
+/// (shards of one matrix, or tallies made apart), written to `out`, each run's report linked
+/// where it is. A folder without results.json (a run killed or still going) is left out and
+/// named. Exit status as a matrix's: 0 every run matched, 1 some did not.
+pub fn merge(stores: &[PathBuf], out: &Path) -> anyhow::Result<u8> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create the store {}", out.display()))?;
+    let mut report = MatrixReport::new(out.to_path_buf());
+    for store in stores {
+        for dir in run_store::run_folders(store)? {
+            let Ok(text) = std::fs::read_to_string(dir.join("results.json")) else {
+                print_line!("left out {}: no results.json (the run was killed or is still going)", dir.display());
+                continue;
+            };
+            let results: RunResults =
+                serde_json::from_str(&text).with_context(|| format!("{}: not a results.json", dir.join("results.json").display()))?;
+            let scenario = crate::scenario::load_file(&dir.join("scenario.toml")).map_err(|e| anyhow::anyhow!("{e}"))?;
+            report.add(results, &scenario.scenario, dir);
+        }
+    }
+    let all_match = report.all_match();
+    report.finish()?;
+    Ok(if all_match { 0 } else { 1 })
 }
 
 /// Runs every chosen scenario `runs` times. Exit status: 0 every run matched its expectation,

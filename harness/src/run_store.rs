@@ -176,6 +176,17 @@ pub fn cut_short(folder: &Path) -> Option<String> {
     }
 }
 
+/// Every run folder of a store (`store/<scenario>/<run>`), in name order.
+pub fn run_folders(store: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut folders = vec![];
+    let read = |dir: &Path| std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()));
+    for scenario in read(store)?.filter_map(|e| e.ok()).filter(|e| e.path().is_dir() && !e.path().is_symlink()) {
+        folders.extend(read(&scenario.path())?.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()));
+    }
+    folders.sort();
+    Ok(folders)
+}
+
 /// Rewrites `store/index.html` from every run folder's results.json (a folder without one, or
 /// with an unreadable one, is left out: its run did not finish checking).
 pub fn write_index(store: &Path) -> anyhow::Result<()> {

@@ -487,6 +487,34 @@ fn the_matrix_measures_its_cells_writes_junit_and_lays_out_the_article_table() {
     assert!(dies.starts_with("class=\"agrees\"") && dies.contains("freed after ") && dies.contains("report.html"), "{dies}");
     let t: Value = serde_json::from_str(&std::fs::read_to_string(store.path().join("table.json")).unwrap()).unwrap();
     assert_eq!(t["cells"].as_array().unwrap().iter().map(|c| c["runs"].as_u64().unwrap()).sum::<u64>(), 2, "{t}");
+
+    // `matrix merge` lays the stored runs out again, elsewhere, without running anything: the
+    // same cells and counts, every report still reachable.
+    let merged = store.path().join("merged");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
+        .args(["matrix", "merge"])
+        .arg(store.path())
+        .arg("--store")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let read = |dir: &Path, file: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap() };
+    let counts = |m: &Value| -> Vec<(String, String, u64, u64)> {
+        m["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["row"].to_string(), c["column"].to_string(), c["runs"].as_u64().unwrap(), c["runs_matched"].as_u64().unwrap()))
+            .collect()
+    };
+    assert_eq!(counts(&read(&merged, "matrix.json")), counts(&m));
+    let table_runs = |t: &Value| -> Vec<u64> { t["cells"].as_array().unwrap().iter().map(|c| c["runs"].as_u64().unwrap()).collect() };
+    assert_eq!(table_runs(&read(&merged, "table.json")), table_runs(&t));
+    for report in read(&merged, "matrix.json")["cells"].as_array().unwrap().iter().flat_map(|c| c["reports"].as_array().unwrap().clone()) {
+        let path = merged.join(report.as_str().unwrap());
+        assert!(path.exists(), "merged matrix links a missing report {}", path.display());
+    }
 }
 
 /// Debian's chromium (or another Chromium on PATH).

@@ -9,7 +9,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(subcommand)]
+    merge: Option<Merge>,
     /// Scenario names to run, as globs (`redis-*`), comma-separated (default: all).
     #[arg(long, default_value = "*")]
     scenarios: String,
@@ -30,7 +33,24 @@ pub struct Args {
     quiet: bool,
 }
 
+#[derive(clap::Subcommand)]
+enum Merge {
+    /// Lay the runs already in these stores (shards, tallies) out as one matrix and one table:
+    /// matrix.json, matrix.html, table.json, table.html in --store. Nothing is run.
+    Merge {
+        /// Stores to read (each STORE/<scenario>/<run>/ with results.json and scenario.toml).
+        #[arg(required = true)]
+        stores: Vec<PathBuf>,
+        /// Where the merged matrix goes.
+        #[arg(long, default_value = "store")]
+        store: PathBuf,
+    },
+}
+
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(Merge::Merge { stores, store }) = args.merge {
+        return Ok(ExitCode::from(harness::matrix::merge(&stores, &store)?));
+    }
     let chosen = harness::matrix::select(&args.scenarios)?;
     // Every run needs Docker: say so once, before any run or file.
     harness::containers::docker_api::connect().await?;

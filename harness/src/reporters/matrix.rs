@@ -25,6 +25,18 @@ impl MatrixReport {
     }
 }
 
+impl MatrixReport {
+    /// One finished run of `scenario`, with its folder.
+    pub fn add(&mut self, results: RunResults, scenario: &Scenario, dir: PathBuf) {
+        self.runs.push((results, row(scenario), column(scenario), super::table_place::place(scenario), dir));
+    }
+
+    /// Whether every cell matched its expectation in every run (false without runs).
+    pub fn all_match(&self) -> bool {
+        !self.runs.is_empty() && self.runs.iter().all(|(r, ..)| r.matches_expectation)
+    }
+}
+
 impl Reporter for MatrixReport {
     fn report(&mut self, event: &Event) {
         match event {
@@ -32,10 +44,7 @@ impl Reporter for MatrixReport {
                 let s = &scenario.scenario;
                 print_line!("== {} ({} × {}), {runs} run(s)", scenario.name, row(s), column(s));
             }
-            Event::RunFinished { scenario, results, dir, .. } => {
-                let s = &scenario.scenario;
-                self.runs.push(((**results).clone(), row(s), column(s), super::table_place::place(s), dir.clone()));
-            }
+            Event::RunFinished { scenario, results, dir, .. } => self.add((**results).clone(), &scenario.scenario, dir.clone()),
             _ => {}
         }
     }
