@@ -5,8 +5,9 @@
 //!
 //! A run's place in the table is decided by the harness (it knows the scenario's faults); this
 //! module only counts. "Agrees" means every run of the cell matched its scenario, whose `expect`
-//! and `[claims]` are the article's claim made testable; the Fencing column agrees when no
-//! fenced resource accepted a write out of token order.
+//! and `[claims]` are the article's claim made testable; the Fencing column agrees when the
+//! tokens increased with every grant and, in a fenced row, the resource accepted no write out
+//! of token order.
 
 mod html;
 
@@ -175,6 +176,8 @@ pub struct TableCell {
     pub accepted_out_of_order: u64,
     /// Grants that carried a token (Fencing column).
     pub grants_with_token: u64,
+    /// Grants whose token was not above the one before (Fencing column).
+    pub non_increasing_grants: u64,
     /// Every kill of a holder: from the kill to the next grant, in ms (None: never granted again).
     pub freed_after_ms: Vec<Option<f64>>,
     /// The longest time without a grant over the runs, in ms.
@@ -225,10 +228,14 @@ fn cell(system: LockSystem, column: TableColumn, runs: &[&MatrixRun<'_>]) -> Tab
     let runs_matched = count(&|r| r.matches_expectation);
     let accepted_out_of_order = sum(&|r| r.properties.fencing.accepted_writes_out_of_order);
     let grants_with_token = sum(&|r| r.properties.fencing.grants_with_token);
+    let non_increasing_grants = sum(&|r| r.properties.fencing.non_increasing_grants);
+    // Tokens must increase with every grant; only a resource that checks them must also refuse
+    // a write out of token order (an unfenced one takes it: that is what the row shows).
+    let fences = system == LockSystem::EtcdFenced;
     let cannot_run_here = article.cannot_run.map(String::from);
     let agrees = match column {
         _ if runs.is_empty() || cannot_run_here.is_some() => None,
-        TableColumn::Fencing => Some(grants_with_token > 0 && accepted_out_of_order == 0),
+        TableColumn::Fencing => Some(grants_with_token > 0 && non_increasing_grants == 0 && (!fences || accepted_out_of_order == 0)),
         _ => Some(runs_matched == runs.len() as u32),
     };
     TableCell {
@@ -246,6 +253,7 @@ fn cell(system: LockSystem, column: TableColumn, runs: &[&MatrixRun<'_>]) -> Tab
         stale_writes_rejected: sum(&|r| r.properties.resource_safety.rejected_writes),
         accepted_out_of_order,
         grants_with_token,
+        non_increasing_grants,
         freed_after_ms: runs
             .iter()
             .flat_map(|r| r.results.properties.availability.freed_after_kill.iter().map(|k| k.freed_after_ms))

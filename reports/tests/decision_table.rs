@@ -57,6 +57,28 @@ fn cells_count_their_runs_compare_with_the_article_and_say_what_cannot_run() {
     let fencing = t.cell(LockSystem::EtcdFenced, TableColumn::Fencing);
     assert_eq!((fencing.runs, fencing.grants_with_token, fencing.stale_writes_rejected, fencing.agrees), (1, 6, 1, Some(true)));
 
+    // An unfenced resource takes a write out of token order: that is no disagreement in the
+    // unfenced row, whose tokens still increase; in the fenced row it is.
+    let mut unfenced = run("etcd-pause-unfenced", Expectation::Violation, true);
+    unfenced.properties.fencing.grants_with_token = 6;
+    unfenced.properties.fencing.accepted_writes_out_of_order = 1;
+    let mut leaky = fenced.clone();
+    leaky.properties.fencing.accepted_writes_out_of_order = 1;
+    let more = [(&unfenced, LockSystem::Etcd), (&leaky, LockSystem::EtcdFenced)];
+    let more: Vec<MatrixRun> = more
+        .iter()
+        .map(|(r, system)| MatrixRun {
+            results: r,
+            row: String::new(),
+            column: String::new(),
+            report: String::new(),
+            place: place(*system, TableColumn::Timing),
+        })
+        .collect();
+    let t2 = DecisionTable::from_runs(&more);
+    assert_eq!(t2.cell(LockSystem::Etcd, TableColumn::Fencing).agrees, Some(true));
+    assert_eq!(t2.cell(LockSystem::EtcdFenced, TableColumn::Fencing).agrees, Some(false));
+
     // Redis has no token: its Fencing cell cannot run, and takes none of the row's runs.
     let no_token = t.cell(LockSystem::SingleRedis, TableColumn::Fencing);
     assert_eq!((no_token.runs, no_token.agrees), (0, None));

@@ -68,8 +68,10 @@ fn measurement(c: &TableCell) -> String {
     let mut parts = vec![];
     match c.column {
         TableColumn::Fencing => {
-            parts.push(format!("{} grants with a token", c.grants_with_token));
+            parts.push(format!("{} grants with a token, {} not above the one before", c.grants_with_token, c.non_increasing_grants));
             parts.push(format!("{} stale writes rejected, {} accepted out of order", c.stale_writes_rejected, c.accepted_out_of_order));
+            parts.push(format!("{}/{} runs matched", c.runs_matched, c.runs));
+            return parts.join("; ");
         }
         TableColumn::HolderDies => {
             let freed: Vec<f64> = c.freed_after_ms.iter().flatten().copied().collect();
