@@ -55,18 +55,30 @@ async fn faults_that_do_not_take_effect_make_the_run_unknown() {
              [[nemesis.timeline]]\nat_ms = 2000\nfault = \"pause\"\ntarget = \"client-2\"\nduration_ms = 500\n",
         ),
     );
-    let (never, twice) = tokio::join!(common::run(&never, 6), common::run(&twice, 6));
+    // A kill of the holder finds none: the only client is dead from 0.5 s on.
+    let no_holder = common::scenario_file(
+        dir.path(),
+        "no-holder",
+        &scenario(
+            "safe",
+            1,
+            "[[nemesis.timeline]]\nat_ms = 500\nfault = \"kill\"\ntarget = \"client-1\"\nduration_ms = 60000\n\
+             [[nemesis.timeline]]\nat_ms = 2000\nfault = \"kill\"\ntarget = \"holder\"\nduration_ms = 500\n",
+        ),
+    );
+    let (never, twice, no_holder) = tokio::join!(common::run(&never, 6), common::run(&twice, 6), common::run(&no_holder, 6));
 
-    for (run, step, why) in [
-        (&never, "nemesis.timeline[1] (pause on client-1, due at 2000 ms)", "client-1 was never granted the lock"),
-        (&twice, "nemesis.timeline[1] (pause on client-2, due at 2000 ms)", "the same fault is already on"),
+    for (run, fault, step, why) in [
+        (&never, "pause", "nemesis.timeline[1] (pause on client-1, due at 2000 ms)", "client-1 was never granted the lock"),
+        (&twice, "pause", "nemesis.timeline[1] (pause on client-2, due at 2000 ms)", "the same fault is already on"),
+        (&no_holder, "kill", "nemesis.timeline[1] (kill on ", "no client entered its critical section"),
     ] {
         let r = &run.results;
         assert_eq!((r.outcome, r.matches_expectation), (Outcome::Unknown, false), "{}: {:?}", r.scenario, r.not_applied);
         assert_eq!(r.not_applied.len(), 1, "{:?}", r.not_applied);
         assert!(r.not_applied[0].starts_with(step) && r.not_applied[0].contains(why), "{:?}", r.not_applied);
         // The history says so too: the step is recorded as skipped.
-        assert!(nemesis_events(&run.history, "pause").iter().any(|(p, _, _)| *p == FaultPhase::Skipped), "{}", r.scenario);
+        assert!(nemesis_events(&run.history, fault).iter().any(|(p, _, _)| *p == FaultPhase::Skipped), "{}", r.scenario);
     }
 }
 
