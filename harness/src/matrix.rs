@@ -64,13 +64,17 @@ pub fn merge(stores: &[PathBuf], out: &Path) -> anyhow::Result<u8> {
     Ok(if all_match { 0 } else { 1 })
 }
 
-/// Runs every chosen scenario `runs` times. Exit status: 0 every run matched its expectation,
+/// Runs every chosen scenario `runs` times, until Ctrl-C or SIGTERM. Exit status: 0 every run matched its expectation,
 /// 1 some did not, 2 a run ended unknown or in an error (e.g. a fault this kernel lacks).
 pub async fn run_matrix(chosen: Vec<LoadedScenario>, runs: u32, opts: &RunOptions, events: &EventSink) -> u8 {
     let mut code = 0;
     for loaded in chosen {
         let series = series::run_series(Arc::new(loaded), opts, runs, events).await;
         code = code.max(series.exit_code());
+        // Ctrl-C or SIGTERM means the whole matrix, not only the scenario it landed in.
+        if series.interrupted_by_signal {
+            break;
+        }
     }
     code
 }

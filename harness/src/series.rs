@@ -14,6 +14,8 @@ pub struct Series {
     pub runs: Vec<RunResults>,
     /// The error that stopped the series, if one did.
     pub error: Option<String>,
+    /// Ctrl-C or SIGTERM stopped it: a matrix stops too.
+    pub interrupted_by_signal: bool,
 }
 
 impl Series {
@@ -49,6 +51,7 @@ pub async fn run_series(loaded: Arc<LoadedScenario>, opts: &RunOptions, count: u
                     dir: outcome.dir.clone(),
                 });
                 series.runs.push(results);
+                series.interrupted_by_signal = outcome.interrupted_by_signal;
                 if let Some(error) = outcome.error {
                     let error = format!("{error} (partial results in {})", outcome.dir.display());
                     events.emit(Event::RunFailed {

@@ -152,13 +152,19 @@ async fn killed_clients_come_back_as_new_processes_and_random_faults_pick_live_o
     }
 }
 
-/// Runs the binary on redis-single-pause, sends `signal` once its first pause is on, and
-/// returns (exit code, results.json, nemesis.jsonl lines, run id).
-fn interrupt_during_a_pause(signal: nix::sys::signal::Signal, store: &Path) -> (Option<i32>, Value, Vec<Value>, String) {
+/// Runs the binary on redis-single-pause (`command`: `scenario`, or a `matrix` of it and
+/// redlock-baseline), sends `signal` once its first pause is on, and returns (exit code,
+/// results.json, nemesis.jsonl lines, run id).
+fn interrupt_during_a_pause(signal: nix::sys::signal::Signal, store: &Path, command: &str) -> (Option<i32>, Value, Vec<Value>, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let what: &[&str] = match command {
+        "matrix" => &["matrix", "--scenarios", "redis-single-pause,redlock-baseline"],
+        _ => &["scenario", "redis-single-pause"],
+    };
     let child = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
         .current_dir(&root)
-        .args(["scenario", "redis-single-pause", "--quiet", "--time-limit", "20", "--store"])
+        .args(what)
+        .args(["--quiet", "--time-limit", "20", "--store"])
         .arg(store)
         .env("CI", "true")
         .stdout(Stdio::piped())
@@ -187,15 +193,17 @@ fn interrupt_during_a_pause(signal: nix::sys::signal::Signal, store: &Path) -> (
 #[test]
 fn ctrl_c_and_sigterm_heal_an_active_pause_and_record_the_clients() {
     use nix::sys::signal::Signal;
-    let stores = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let stores = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let endings: Vec<_> = std::thread::scope(|s| {
-        let runs: Vec<_> = [Signal::SIGINT, Signal::SIGTERM]
+        let runs: Vec<_> = [(Signal::SIGINT, "scenario"), (Signal::SIGTERM, "scenario"), (Signal::SIGINT, "matrix")]
             .into_iter()
             .zip(&stores)
-            .map(|(signal, store)| s.spawn(move || interrupt_during_a_pause(signal, store.path())))
+            .map(|((signal, command), store)| s.spawn(move || interrupt_during_a_pause(signal, store.path(), command)))
             .collect();
         runs.into_iter().map(|r| r.join().unwrap()).collect()
     });
+    // Ctrl-C stops a whole matrix, not only the scenario it interrupted.
+    assert!(!stores[2].path().join("redlock-baseline").exists(), "the matrix went on to the next scenario after Ctrl-C");
     for (code, results, nemesis, run_id) in endings {
         assert_eq!(code, Some(2), "an interrupted run is unknown: {results}");
         assert_eq!(results["interrupted"], true);

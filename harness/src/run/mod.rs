@@ -55,6 +55,8 @@ pub struct RunOutcome {
     pub results: RunResults,
     pub dir: PathBuf,
     pub error: Option<String>,
+    /// Ctrl-C or SIGTERM ended the run: whoever runs more (a series, a matrix) stops too.
+    pub interrupted_by_signal: bool,
 }
 
 /// Runs one scenario end to end. Err only when the run could not get as far as a run folder
@@ -121,7 +123,7 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     events.emit(Event::Stage(Stage::Check));
     let results = finalize::check_and_report(&ctx, record, interrupted, error.clone(), events)?;
     removed?;
-    Ok(RunOutcome { results, dir: ctx.dir.path.clone(), error })
+    Ok(RunOutcome { results, dir: ctx.dir.path.clone(), error, interrupted_by_signal: signal.is_some() })
 }
 
 fn apply_overrides(loaded: &mut LoadedScenario, opts: &RunOptions) {
