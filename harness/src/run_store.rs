@@ -191,13 +191,12 @@ pub fn run_folders(store: &Path) -> anyhow::Result<Vec<PathBuf>> {
 /// with an unreadable one, is left out: its run did not finish checking).
 pub fn write_index(store: &Path) -> anyhow::Result<()> {
     let mut entries = vec![];
-    for scenario in std::fs::read_dir(store)?.filter_map(|e| e.ok()).filter(|e| e.path().is_dir() && !e.path().is_symlink()) {
-        for run in std::fs::read_dir(scenario.path())?.filter_map(|e| e.ok()) {
-            let Ok(text) = std::fs::read_to_string(run.path().join("results.json")) else { continue };
-            let Ok(results) = serde_json::from_str::<results::RunResults>(&text) else { continue };
-            let report = format!("{}/{}/report.html", scenario.file_name().to_string_lossy(), run.file_name().to_string_lossy());
-            entries.push(reports::run_index::IndexEntry { results, report });
-        }
+    for run in run_folders(store)? {
+        let Ok(text) = std::fs::read_to_string(run.join("results.json")) else { continue };
+        let Ok(results) = serde_json::from_str::<results::RunResults>(&text) else { continue };
+        let Ok(relative) = run.strip_prefix(store) else { continue };
+        let report = format!("{}/report.html", relative.display());
+        entries.push(reports::run_index::IndexEntry { results, report });
     }
     let tmp = store.join(format!(".index-{}.html", std::process::id()));
     std::fs::write(&tmp, reports::run_index::render(&mut entries))?;

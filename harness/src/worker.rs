@@ -4,6 +4,8 @@
 //! think. Every step is an invoke event followed by ok / fail / info, appended and flushed at
 //! once, so a worker frozen or killed mid-round leaves everything it completed.
 
+mod work_ms;
+
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
 use crate::lock_backends::LockParams;
@@ -13,6 +15,7 @@ use crate::resource::postgres_table::PostgresTable;
 use crate::resource::protocol::Request;
 use crate::resource::ResourceCall;
 use crate::resource::{ResourceKind, ResourceParams};
+
 use checker::{Event, EventType, Process};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -20,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+pub use work_ms::WorkMs;
 
 /// Everything a worker needs, written by the controller as JSON into the run folder.
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -360,6 +364,3 @@ fn call_error_type(_err: &CallError) -> EventType {
 
 #[cfg(test)]
 mod tests;
-mod work_ms;
-
-pub use work_ms::WorkMs;

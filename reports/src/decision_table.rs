@@ -13,8 +13,9 @@ mod html;
 
 pub use html::render_html;
 
+use crate::matrix::RunTally;
 use crate::MatrixRun;
-use results::{Outcome, RunResults};
+use results::RunResults;
 use serde::{Deserialize, Serialize};
 
 /// A row: one lock system as the article names it, or its fenced variant.
@@ -164,14 +165,8 @@ pub struct TableCell {
     /// Why this cell cannot be tested here; then it has no runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cannot_run_here: Option<String>,
-    pub scenarios: Vec<String>,
-    pub runs: u32,
-    pub runs_with_violation: u32,
-    pub runs_unknown: u32,
-    pub runs_matched: u32,
-    pub lost_updates: u64,
-    pub acknowledged_updates: u64,
-    pub stale_writes_rejected: u64,
+    #[serde(flatten)]
+    pub tally: RunTally,
     /// Fenced writes the resource accepted out of token order (Fencing column).
     pub accepted_out_of_order: u64,
     /// Grants that carried a token (Fencing column).
@@ -186,7 +181,6 @@ pub struct TableCell {
     pub runs_unavailable_at_end: u32,
     /// Whether the measurement agrees with the article; None without runs.
     pub agrees: Option<bool>,
-    pub reports: Vec<String>,
 }
 
 impl DecisionTable {
@@ -220,12 +214,8 @@ impl DecisionTable {
 
 fn cell(system: LockSystem, column: TableColumn, runs: &[&MatrixRun<'_>]) -> TableCell {
     let article = article(system, column);
-    let count = |f: &dyn Fn(&RunResults) -> bool| runs.iter().filter(|r| f(r.results)).count() as u32;
     let sum = |f: &dyn Fn(&RunResults) -> u64| runs.iter().map(|r| f(r.results)).sum::<u64>();
-    let mut scenarios: Vec<String> = runs.iter().map(|r| r.results.scenario.clone()).collect();
-    scenarios.sort();
-    scenarios.dedup();
-    let runs_matched = count(&|r| r.matches_expectation);
+    let tally = RunTally::of(runs);
     let accepted_out_of_order = sum(&|r| r.properties.fencing.accepted_writes_out_of_order);
     let grants_with_token = sum(&|r| r.properties.fencing.grants_with_token);
     let non_increasing_grants = sum(&|r| r.properties.fencing.non_increasing_grants);
@@ -236,21 +226,13 @@ fn cell(system: LockSystem, column: TableColumn, runs: &[&MatrixRun<'_>]) -> Tab
     let agrees = match column {
         _ if runs.is_empty() || cannot_run_here.is_some() => None,
         TableColumn::Fencing => Some(grants_with_token > 0 && non_increasing_grants == 0 && (!fences || accepted_out_of_order == 0)),
-        _ => Some(runs_matched == runs.len() as u32),
+        _ => Some(tally.all_matched()),
     };
     TableCell {
         system,
         column,
         claim: article.claim.into(),
-        scenarios,
-        runs: runs.len() as u32,
         cannot_run_here,
-        runs_with_violation: count(&|r| r.outcome == Outcome::Violation),
-        runs_unknown: count(&|r| r.outcome == Outcome::Unknown),
-        runs_matched,
-        lost_updates: sum(&|r| r.properties.resource_safety.lost_updates + r.properties.resource_safety.acknowledged_missing),
-        acknowledged_updates: sum(&|r| r.properties.resource_safety.acknowledged_increments),
-        stale_writes_rejected: sum(&|r| r.properties.resource_safety.rejected_writes),
         accepted_out_of_order,
         grants_with_token,
         non_increasing_grants,
@@ -259,8 +241,8 @@ fn cell(system: LockSystem, column: TableColumn, runs: &[&MatrixRun<'_>]) -> Tab
             .flat_map(|r| r.results.properties.availability.freed_after_kill.iter().map(|k| k.freed_after_ms))
             .collect(),
         longest_gap_ms: runs.iter().filter_map(|r| r.results.properties.availability.longest_gap_ms).max_by(f64::total_cmp),
-        runs_unavailable_at_end: count(&|r| r.properties.availability.unavailable_at_end),
+        runs_unavailable_at_end: runs.iter().filter(|r| r.results.properties.availability.unavailable_at_end).count() as u32,
         agrees,
-        reports: runs.iter().map(|r| r.report.clone()).collect(),
+        tally,
     }
 }

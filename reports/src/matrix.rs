@@ -35,18 +35,11 @@ pub struct Matrix {
 pub struct Cell {
     pub row: String,
     pub column: String,
-    pub scenarios: Vec<String>,
+    #[serde(flatten)]
+    pub tally: RunTally,
     /// What the scenarios expect ("violation", "safe"; both when they differ).
     pub expect: Vec<String>,
-    pub runs: u32,
-    pub runs_with_violation: u32,
-    pub runs_unknown: u32,
-    /// Runs whose outcome matched their scenario's expectation.
-    pub runs_matched: u32,
     pub matches_expectation: bool,
-    pub lost_updates: u64,
-    pub acknowledged_updates: u64,
-    pub stale_writes_rejected: u64,
     pub acquire_attempts: u64,
     pub acquire_granted: u64,
     pub acquire_success_rate: Option<f64>,
@@ -54,7 +47,48 @@ pub struct Cell {
     pub acquire_p50_ms: Option<f64>,
     /// Highest of the runs' p99 acquire latencies (ms).
     pub acquire_p99_ms: Option<f64>,
+}
+
+/// What any group of runs tallies, in the matrix and in the article's table alike: which
+/// scenarios, how the runs ended, what the resource lost, and their reports.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct RunTally {
+    pub scenarios: Vec<String>,
+    pub runs: u32,
+    pub runs_with_violation: u32,
+    pub runs_unknown: u32,
+    /// Runs whose outcome (and claims) matched their scenario's expectation.
+    pub runs_matched: u32,
+    pub lost_updates: u64,
+    pub acknowledged_updates: u64,
+    pub stale_writes_rejected: u64,
     pub reports: Vec<String>,
+}
+
+impl RunTally {
+    pub fn of(runs: &[&MatrixRun<'_>]) -> RunTally {
+        let mut scenarios: Vec<String> = runs.iter().map(|r| r.results.scenario.clone()).collect();
+        scenarios.sort();
+        scenarios.dedup();
+        let count = |f: &dyn Fn(&RunResults) -> bool| runs.iter().filter(|r| f(r.results)).count() as u32;
+        let sum = |f: &dyn Fn(&RunResults) -> u64| runs.iter().map(|r| f(r.results)).sum::<u64>();
+        RunTally {
+            scenarios,
+            runs: runs.len() as u32,
+            runs_with_violation: count(&|r| r.outcome == Outcome::Violation),
+            runs_unknown: count(&|r| r.outcome == Outcome::Unknown),
+            runs_matched: count(&|r| r.matches_expectation),
+            lost_updates: sum(&|r| r.properties.resource_safety.lost_updates + r.properties.resource_safety.acknowledged_missing),
+            acknowledged_updates: sum(&|r| r.properties.resource_safety.acknowledged_increments),
+            stale_writes_rejected: sum(&|r| r.properties.resource_safety.rejected_writes),
+            reports: runs.iter().map(|r| r.report.clone()).collect(),
+        }
+    }
+
+    /// Every run matched (true without runs).
+    pub fn all_matched(&self) -> bool {
+        self.runs_matched == self.runs
+    }
 }
 
 impl Matrix {
@@ -79,37 +113,26 @@ impl Matrix {
 }
 
 fn cell(row: String, column: String, runs: &[&MatrixRun<'_>]) -> Cell {
-    let mut scenarios: Vec<String> = runs.iter().map(|r| r.results.scenario.clone()).collect();
-    scenarios.dedup();
     let mut expect: Vec<String> = runs.iter().map(|r| r.results.expect.to_string()).collect();
     expect.sort();
     expect.dedup();
-    let count = |f: &dyn Fn(&RunResults) -> bool| runs.iter().filter(|r| f(r.results)).count() as u32;
     let sum = |f: &dyn Fn(&RunResults) -> u64| runs.iter().map(|r| f(r.results)).sum::<u64>();
-    let runs_matched = count(&|r| r.matches_expectation);
     let attempts = sum(&|r| r.properties.availability.attempts);
     let granted = sum(&|r| r.properties.availability.granted);
     let mut p50s: Vec<f64> = runs.iter().filter_map(|r| r.results.properties.availability.latency_ms.map(|l| l.p50)).collect();
     p50s.sort_by(f64::total_cmp);
+    let tally = RunTally::of(runs);
     Cell {
         row,
         column,
-        scenarios,
+        matches_expectation: tally.all_matched(),
+        tally,
         expect,
-        runs: runs.len() as u32,
-        runs_with_violation: count(&|r| r.outcome == Outcome::Violation),
-        runs_unknown: count(&|r| r.outcome == Outcome::Unknown),
-        runs_matched,
-        matches_expectation: runs_matched == runs.len() as u32,
-        lost_updates: sum(&|r| r.properties.resource_safety.lost_updates + r.properties.resource_safety.acknowledged_missing),
-        acknowledged_updates: sum(&|r| r.properties.resource_safety.acknowledged_increments),
-        stale_writes_rejected: sum(&|r| r.properties.resource_safety.rejected_writes),
         acquire_attempts: attempts,
         acquire_granted: granted,
         acquire_success_rate: (attempts > 0).then(|| granted as f64 / attempts as f64),
         acquire_p50_ms: (!p50s.is_empty()).then(|| p50s[(p50s.len() - 1) / 2]),
         acquire_p99_ms: runs.iter().filter_map(|r| r.results.properties.availability.latency_ms.map(|l| l.p99)).max_by(f64::total_cmp),
-        reports: runs.iter().map(|r| r.report.clone()).collect(),
     }
 }
 
@@ -153,17 +176,17 @@ pub fn render_html(m: &Matrix, title: &str) -> String {
 
 fn render_cell(c: &Cell) -> Markup {
     html! {
-        td class=(if c.matches_expectation { "match" } else { "mismatch" }) title=(c.scenarios.join(", ")) {
+        td class=(if c.matches_expectation { "match" } else { "mismatch" }) title=(c.tally.scenarios.join(", ")) {
             div class="verdict" {
-                "violation " (c.runs_with_violation) "/" (c.runs) " "
+                "violation " (c.tally.runs_with_violation) "/" (c.tally.runs) " "
                 span class="expect" { "(expect " (c.expect.join("/")) ")" }
             }
-            div { "lost " (c.lost_updates) " of " (c.acknowledged_updates) }
-            div { "rejected " (c.stale_writes_rejected) }
+            div { "lost " (c.tally.lost_updates) " of " (c.tally.acknowledged_updates) }
+            div { "rejected " (c.tally.stale_writes_rejected) }
             div { "acquired " (c.acquire_success_rate.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "–".into())) }
             div { "p50 " (ms(c.acquire_p50_ms)) " / p99 " (ms(c.acquire_p99_ms)) " ms" }
             div class="runs" {
-                @for (i, r) in c.reports.iter().enumerate() {
+                @for (i, r) in c.tally.reports.iter().enumerate() {
                     @if i > 0 { " " }
                     a href=(r) { (i + 1) }
                 }

@@ -7,10 +7,23 @@ use checker::FreedAfterKill;
 use common::run;
 use reports::decision_table::{render_html, DecisionTable, LockSystem, TableColumn, TablePlace};
 use reports::MatrixRun;
-use results::Expectation;
+use results::{Expectation, RunResults};
 
 fn place(system: LockSystem, column: TableColumn) -> Option<TablePlace> {
     Some(TablePlace { system, column })
+}
+
+/// The runs as the matrix reporter hands them over, each with its place and its report.
+fn matrix_runs<'a>(runs: &[(&'a RunResults, Option<TablePlace>)]) -> Vec<MatrixRun<'a>> {
+    runs.iter()
+        .map(|(r, place)| MatrixRun {
+            results: r,
+            row: String::new(),
+            column: String::new(),
+            report: format!("{}/report.html", r.scenario),
+            place: *place,
+        })
+        .collect()
 }
 
 #[test]
@@ -33,29 +46,19 @@ fn cells_count_their_runs_compare_with_the_article_and_say_what_cannot_run() {
         (&fenced, place(LockSystem::EtcdFenced, TableColumn::Timing)),
         (&baseline, None),
     ];
-    let runs: Vec<MatrixRun> = runs
-        .iter()
-        .map(|(r, place)| MatrixRun {
-            results: r,
-            row: String::new(),
-            column: String::new(),
-            report: format!("{}/report.html", r.scenario),
-            place: *place,
-        })
-        .collect();
-    let t = DecisionTable::from_runs(&runs);
+    let t = DecisionTable::from_runs(&matrix_runs(&runs));
     assert_eq!(t.cells.len(), LockSystem::ALL.len() * TableColumn::ALL.len());
 
     let dies = t.cell(LockSystem::PostgresSession, TableColumn::HolderDies);
-    assert_eq!((dies.runs, dies.agrees, dies.freed_after_ms.clone()), (1, Some(true), vec![Some(31.0)]));
+    assert_eq!((dies.tally.runs, dies.agrees, dies.freed_after_ms.clone()), (1, Some(true), vec![Some(31.0)]));
     assert!(dies.claim.contains("session end"), "{}", dies.claim);
 
     let timing = t.cell(LockSystem::SingleRedis, TableColumn::Timing);
-    assert_eq!((timing.runs, timing.runs_with_violation, timing.runs_matched, timing.agrees), (2, 1, 1, Some(false)));
+    assert_eq!((timing.tally.runs, timing.tally.runs_with_violation, timing.tally.runs_matched, timing.agrees), (2, 1, 1, Some(false)));
 
     // The Fencing cell counts the tokens of its whole row.
     let fencing = t.cell(LockSystem::EtcdFenced, TableColumn::Fencing);
-    assert_eq!((fencing.runs, fencing.grants_with_token, fencing.stale_writes_rejected, fencing.agrees), (1, 6, 1, Some(true)));
+    assert_eq!((fencing.tally.runs, fencing.grants_with_token, fencing.tally.stale_writes_rejected, fencing.agrees), (1, 6, 1, Some(true)));
 
     // An unfenced resource takes a write out of token order: that is no disagreement in the
     // unfenced row, whose tokens still increase; in the fenced row it is.
@@ -64,28 +67,18 @@ fn cells_count_their_runs_compare_with_the_article_and_say_what_cannot_run() {
     unfenced.properties.fencing.accepted_writes_out_of_order = 1;
     let mut leaky = fenced.clone();
     leaky.properties.fencing.accepted_writes_out_of_order = 1;
-    let more = [(&unfenced, LockSystem::Etcd), (&leaky, LockSystem::EtcdFenced)];
-    let more: Vec<MatrixRun> = more
-        .iter()
-        .map(|(r, system)| MatrixRun {
-            results: r,
-            row: String::new(),
-            column: String::new(),
-            report: String::new(),
-            place: place(*system, TableColumn::Timing),
-        })
-        .collect();
-    let t2 = DecisionTable::from_runs(&more);
+    let more = [(&unfenced, place(LockSystem::Etcd, TableColumn::Timing)), (&leaky, place(LockSystem::EtcdFenced, TableColumn::Timing))];
+    let t2 = DecisionTable::from_runs(&matrix_runs(&more));
     assert_eq!(t2.cell(LockSystem::Etcd, TableColumn::Fencing).agrees, Some(true));
     assert_eq!(t2.cell(LockSystem::EtcdFenced, TableColumn::Fencing).agrees, Some(false));
 
     // Redis has no token: its Fencing cell cannot run, and takes none of the row's runs.
     let no_token = t.cell(LockSystem::SingleRedis, TableColumn::Fencing);
-    assert_eq!((no_token.runs, no_token.agrees), (0, None));
+    assert_eq!((no_token.tally.runs, no_token.agrees), (0, None));
     assert!(no_token.cannot_run_here.as_deref().is_some_and(|w| w.contains("token")), "{no_token:?}");
 
     // A baseline has no place: no cell counts it.
-    assert!(t.cells.iter().all(|c| !c.scenarios.contains(&"redis-single-baseline".to_string())));
+    assert!(t.cells.iter().all(|c| !c.tally.scenarios.contains(&"redis-single-baseline".to_string())));
 
     let html = render_html(&t, "the article's table");
     assert!(html.contains("<table id=\"decision-table\">"), "{html}");

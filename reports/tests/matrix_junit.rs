@@ -33,14 +33,14 @@ fn cells_aggregate_runs_by_backend_and_failure_and_say_whether_they_match() {
     assert_eq!(m.rows, ["etcd", "redis"]);
     assert_eq!(m.columns, ["baseline", "pause"]);
     let etcd = m.cell("etcd", "baseline").unwrap();
-    assert_eq!((etcd.runs, etcd.runs_with_violation, etcd.matches_expectation), (2, 0, true));
-    assert_eq!((etcd.lost_updates, etcd.acknowledged_updates), (0, 6));
+    assert_eq!((etcd.tally.runs, etcd.tally.runs_with_violation, etcd.matches_expectation), (2, 0, true));
+    assert_eq!((etcd.tally.lost_updates, etcd.tally.acknowledged_updates), (0, 6));
     assert_eq!(etcd.acquire_success_rate, Some(1.0));
     // p50 per run is 20 ms (acquires take 10, 20, 30 ms): the median of the runs' p50s.
     assert_eq!((etcd.acquire_p50_ms, etcd.acquire_p99_ms), (Some(20.0), Some(30.0)));
     let redis = m.cell("redis", "pause").unwrap();
-    assert_eq!((redis.runs, redis.runs_with_violation, redis.runs_matched, redis.matches_expectation), (2, 1, 1, false));
-    assert_eq!(redis.lost_updates, 2);
+    assert_eq!((redis.tally.runs, redis.tally.runs_with_violation, redis.tally.runs_matched, redis.matches_expectation), (2, 1, 1, false));
+    assert_eq!(redis.tally.lost_updates, 2);
     assert!(!m.all_match);
 
     let html = matrix::render_html(&m, "lockchaos matrix");

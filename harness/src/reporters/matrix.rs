@@ -23,9 +23,7 @@ impl MatrixReport {
     pub fn new(store: PathBuf) -> Self {
         MatrixReport { store, runs: vec![] }
     }
-}
 
-impl MatrixReport {
     /// One finished run of `scenario`, with its folder.
     pub fn add(&mut self, results: RunResults, scenario: &Scenario, dir: PathBuf) {
         self.runs.push((results, row(scenario), column(scenario), super::table_place::place(scenario), dir));
@@ -78,11 +76,11 @@ impl Reporter for MatrixReport {
                 "{:<40} {:<22} violation {}/{} (expect {}) lost {} rejected {} acquired {} {}",
                 c.row,
                 c.column,
-                c.runs_with_violation,
-                c.runs,
+                c.tally.runs_with_violation,
+                c.tally.runs,
                 c.expect.join("/"),
-                c.lost_updates,
-                c.stale_writes_rejected,
+                c.tally.lost_updates,
+                c.tally.stale_writes_rejected,
                 c.acquire_success_rate.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "-".into()),
                 if c.matches_expectation { "matches" } else { "DOES NOT MATCH" }
             );

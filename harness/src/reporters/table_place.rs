@@ -2,6 +2,7 @@
 //! whether the resource checks tokens, the column from what its faults do. A baseline (no
 //! fault) tests no cell.
 
+use crate::faults::Fault;
 use crate::lock_backends::BackendKind;
 use crate::resource::ResourceMode;
 use crate::scenario::Scenario;
@@ -32,20 +33,27 @@ fn column(s: &Scenario) -> Option<TableColumn> {
     if s.failure.as_deref() == Some("failover") {
         return Some(TableColumn::FailoverRestart);
     }
-    let timeline = s.nemesis.timeline.iter().map(|step| (step.fault.name(), &step.target));
-    let random = s.nemesis.random.iter().flat_map(|r| r.faults.iter().map(move |f| (f.name(), &r.target)));
-    let faults: Vec<(&str, &Target)> = timeline.chain(random).collect();
-    let any = |pred: &dyn Fn(&str, &Target) -> bool| faults.iter().any(|(name, target)| pred(name, target));
-    if any(&|name, target| name == "kill" && target.is_client()) {
-        Some(TableColumn::HolderDies)
-    } else if any(&|name, target| matches!(name, "failover" | "kill-session") || (name == "kill" && !target.is_client())) {
-        Some(TableColumn::FailoverRestart)
-    } else if any(&|name, _| matches!(name, "pause" | "clock-jump" | "clock-strobe" | "clock-slew" | "latency")) {
-        Some(TableColumn::Timing)
-    } else if any(&|name, _| matches!(name, "partition" | "partition-drop")) {
-        Some(TableColumn::Partition)
-    } else {
-        None
+    let timeline = s.nemesis.timeline.iter().map(|step| (&step.fault, &step.target));
+    let random = s.nemesis.random.iter().flat_map(|r| r.faults.iter().map(move |f| (f, &r.target)));
+    let columns: Vec<TableColumn> = timeline.chain(random).map(|(fault, target)| fault_column(fault, target)).collect();
+    let rank = |c: &TableColumn| match c {
+        TableColumn::HolderDies => 0,
+        TableColumn::FailoverRestart => 1,
+        TableColumn::Timing => 2,
+        TableColumn::Partition => 3,
+        TableColumn::Fencing => 4,
+    };
+    columns.into_iter().min_by_key(rank)
+}
+
+/// The column one fault on one target speaks to. Exhaustive: a new fault kind must say where it
+/// belongs.
+fn fault_column(fault: &Fault, target: &Target) -> TableColumn {
+    match fault {
+        Fault::Kill(_) if target.is_client() => TableColumn::HolderDies,
+        Fault::Kill(_) | Fault::Failover(_) | Fault::KillSession(_) => TableColumn::FailoverRestart,
+        Fault::Pause(_) | Fault::ClockJump(_) | Fault::ClockStrobe(_) | Fault::ClockSlew(_) | Fault::Latency(_) => TableColumn::Timing,
+        Fault::Partition(_) | Fault::PartitionDrop(_) => TableColumn::Partition,
     }
 }
 

@@ -6,7 +6,7 @@ use maud::{html, Markup};
 
 pub fn render_html(t: &DecisionTable, title: &str) -> String {
     let disagree = t.cells.iter().filter(|c| c.agrees == Some(false)).count();
-    let unmeasured = t.cells.iter().filter(|c| c.cannot_run_here.is_none() && c.runs == 0).count();
+    let unmeasured = t.cells.iter().filter(|c| c.cannot_run_here.is_none() && c.tally.runs == 0).count();
     let body = html! {        p class="summary" {
             (t.cells.len()) " cells: " (disagree) " where the measurement disagrees with the article, "
             (unmeasured) " not measured in this matrix. "
@@ -41,11 +41,11 @@ fn render_cell(c: &TableCell) -> Markup {
         (None, Some(false)) => "disagrees",
     };
     html! {
-        td class=(class) data-system=(format!("{:?}", c.system)) data-column=(format!("{:?}", c.column)) title=(c.scenarios.join(", ")) {
+        td class=(class) data-system=(format!("{:?}", c.system)) data-column=(format!("{:?}", c.column)) title=(c.tally.scenarios.join(", ")) {
             div class="claim" { "Article: " (c.claim) }
             @if let Some(why) = &c.cannot_run_here {
                 div class="measured" { "cannot run here: " (why) }
-            } @else if c.runs == 0 {
+            } @else if c.tally.runs == 0 {
                 div class="measured" { "not measured: no run of this matrix tests this cell" }
             } @else {
                 div class="measured" {
@@ -53,7 +53,7 @@ fn render_cell(c: &TableCell) -> Markup {
                     (measurement(c))
                 }
                 div class="runs" {
-                    @for (i, r) in c.reports.iter().enumerate() {
+                    @for (i, r) in c.tally.reports.iter().enumerate() {
                         @if i > 0 { " " }
                         a href=(r) { (i + 1) }
                     }
@@ -69,8 +69,11 @@ fn measurement(c: &TableCell) -> String {
     match c.column {
         TableColumn::Fencing => {
             parts.push(format!("{} grants with a token, {} not above the one before", c.grants_with_token, c.non_increasing_grants));
-            parts.push(format!("{} stale writes rejected, {} accepted out of order", c.stale_writes_rejected, c.accepted_out_of_order));
-            parts.push(format!("{}/{} runs matched", c.runs_matched, c.runs));
+            parts.push(format!(
+                "{} stale writes rejected, {} accepted out of order",
+                c.tally.stale_writes_rejected, c.accepted_out_of_order
+            ));
+            parts.push(format!("{}/{} runs matched", c.tally.runs_matched, c.tally.runs));
             return parts.join("; ");
         }
         TableColumn::HolderDies => {
@@ -85,11 +88,11 @@ fn measurement(c: &TableCell) -> String {
         }
         _ => {}
     }
-    parts.push(format!("violation {}/{} runs", c.runs_with_violation, c.runs));
-    if c.runs_unknown > 0 {
-        parts.push(format!("{} unknown", c.runs_unknown));
+    parts.push(format!("violation {}/{} runs", c.tally.runs_with_violation, c.tally.runs));
+    if c.tally.runs_unknown > 0 {
+        parts.push(format!("{} unknown", c.tally.runs_unknown));
     }
-    parts.push(format!("lost {} of {}", c.lost_updates, c.acknowledged_updates));
+    parts.push(format!("lost {} of {}", c.tally.lost_updates, c.tally.acknowledged_updates));
     if c.column == TableColumn::Partition || c.column == TableColumn::FailoverRestart {
         if let Some(gap) = c.longest_gap_ms {
             parts.push(format!("longest gap {gap:.0} ms"));
@@ -98,7 +101,7 @@ fn measurement(c: &TableCell) -> String {
             parts.push(format!("{} runs ended with the lock still held", c.runs_unavailable_at_end));
         }
     }
-    parts.push(format!("{}/{} matched", c.runs_matched, c.runs));
+    parts.push(format!("{}/{} matched", c.tally.runs_matched, c.tally.runs));
     parts.join("; ")
 }
 
