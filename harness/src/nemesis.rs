@@ -185,17 +185,16 @@ impl Nemesis {
             Target::Client(k) => format!("client-{k}"),
             Target::Node(k) => format!("n{k}"),
             Target::AllNodes => "nodes".into(),
-            Target::Holder => match section.first().and_then(|c| live.member(*c)) {
-                Some(member) => member.to_string(),
-                None => return Ok(Resolve::Give("the client in its section is not one of the run's".into())),
-            },
-            Target::HolderMember => match section.first().and_then(|c| live.member(*c)) {
-                Some(client) => match ctx.clients.member_of(client) {
-                    Some(node) => node,
-                    None => return Ok(Resolve::Give(format!("{client} does not talk to one member only (lock.one_member_each)"))),
-                },
-                None => return Ok(Resolve::Give("the client in its section is not one of the run's".into())),
-            },
+            Target::Holder | Target::HolderMember => {
+                let Some(holder) = section.first().and_then(|c| live.member(*c)) else {
+                    return Ok(Resolve::Give("the client in its section is not one of the run's".into()));
+                };
+                match (&step.target, ctx.clients.member_of(holder)) {
+                    (Target::Holder, _) => holder.to_string(),
+                    (_, Some(node)) => node,
+                    (_, None) => return Ok(Resolve::Give(format!("{holder} does not talk to one member only (lock.one_member_each)"))),
+                }
+            }
             Target::Leader => {
                 let leader = match ctx.backend.leader() {
                     Ok(leader) => leader.leader(ctx.cluster).await?,
@@ -261,6 +260,7 @@ impl Nemesis {
     /// The pending steps at the end (see [`Nemesis::heal_all`]): each one due before `ended_ms`
     /// is recorded as skipped, with why, unless it is part of a random stream that did fire.
     fn drop_unfired(&mut self, ended_ms: u64) -> anyhow::Result<()> {
+        const NO_SECTION: &str = "no client entered its critical section after it fell due";
         let mut behind_a_trigger = false;
         for step in std::mem::take(&mut self.pending) {
             if step.at_ms >= ended_ms || (step.from_random_schedule() && step.when.is_none() && self.random_fired) {
@@ -270,13 +270,12 @@ impl Nemesis {
                 (Some(Trigger::Acquired), _, Some(k)) => format!("client-{k} was never granted the lock after it fell due"),
                 (Some(Trigger::Acquired), _, None) => "no client was granted the lock after it fell due".into(),
                 (Some(Trigger::AfterCheck), ..) => "no client checked its lock before a write after it fell due".into(),
-                (Some(Trigger::InSection), ..) | (None, Target::Holder | Target::HolderMember, _) => {
-                    "no client entered its critical section after it fell due".into()
-                }
+                (Some(Trigger::InSection), ..) => NO_SECTION.into(),
+                (None, target, _) if target.waits_for_holder() => NO_SECTION.into(),
                 _ if behind_a_trigger => "it waited behind an earlier step that never fired".into(),
                 _ => "the nemesis had not reached it when the workload ended".into(),
             };
-            behind_a_trigger |= step.when.is_some() || matches!(step.target, Target::Holder | Target::HolderMember | Target::Leader);
+            behind_a_trigger |= step.when.is_some() || step.target.waits_for_holder() || step.target == Target::Leader;
             self.skip(&step, "none", format!("{why} (the workload ended at {ended_ms} ms)"))?;
         }
         Ok(())

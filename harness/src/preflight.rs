@@ -6,7 +6,7 @@
 //! loader's.
 
 use crate::faults::BackendView;
-use crate::lock_backends::{BackendKind, Persistence};
+use crate::lock_backends::Persistence;
 use crate::resource::ResourceKind;
 use crate::scenario::{LoadedScenario, ScenarioError};
 use crate::target::Target;
@@ -22,14 +22,17 @@ fn rules(loaded: &LoadedScenario) -> Result<(), (String, String)> {
     let setup = s.backend_setup();
     let backend = BackendView { name: s.backend.name(), setup: setup.as_ref() };
     let fail = |field: &str, msg: String| Err((field.to_string(), msg));
-    if s.resource.kind == ResourceKind::Postgres
-        && matches!(s.backend, BackendKind::PostgresXact | BackendKind::PostgresXactPooler | BackendKind::PostgresXactReplicated)
-    {
+    if s.resource.kind == ResourceKind::Postgres && setup.keeps_its_resource() {
         return fail("resource.kind", format!("{} keeps its resource in the lock's own transaction", backend.name));
     }
     if s.server.persistence != Persistence::None {
         if let Err(why) = setup.persistence() {
             return fail("server.persistence", format!("{} cannot: {why}", backend.name));
+        }
+    }
+    if s.lock.one_member_each {
+        if let Err(why) = setup.one_member_each() {
+            return fail("lock.one_member_each", format!("{} cannot: {why}", backend.name));
         }
     }
     if s.server.postgres.is_some() {

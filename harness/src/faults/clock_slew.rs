@@ -106,7 +106,6 @@ pub fn parse_offset(text: &str) -> anyhow::Result<(i64, i64)> {
 /// inside: the exec passes it as one argument.
 pub fn switch_script(process: &str, clock: &[&str], offset_us: i64, ppm: i64, starting: bool) -> String {
     let clock = clock.join(" ");
-    let op = if starting { '-' } else { '+' };
     format!(
         "probe() {{ best=; for i in 1 2 3; do a=${{EPOCHREALTIME/./}}; t=$({clock} 2>/dev/null); \
          b=${{EPOCHREALTIME/./}}; set -- $t; [ $# -eq 2 ] || continue; w=$(( b - a )); \
@@ -122,8 +121,15 @@ pub fn switch_script(process: &str, clock: &[&str], offset_us: i64, ppm: i64, st
          echo \"$text\" > {OFFSET_FILE}.new && mv {OFFSET_FILE}.new {OFFSET_FILE}; \
          at=${{EPOCHREALTIME/./}}; after=$(probe); \
          echo $before $after $el $o $at",
-        offset_shell = offset_shell(&format!("{offset_us} {op} $el * 10000 * ({ppm} - {PPM}) / {PPM}"), if starting { ppm } else { PPM }),
+        offset_shell = switch_offset_shell(offset_us, ppm, starting),
     )
+}
+
+/// The shell lines that set `$o` and `$text` to the offset a switch writes, from `$el` (the
+/// server's age in centiseconds): [`continuous_offset_us`] in shell arithmetic.
+fn switch_offset_shell(offset_us: i64, ppm: i64, starting: bool) -> String {
+    let op = if starting { '-' } else { '+' };
+    offset_shell(&format!("{offset_us} {op} $el * 10000 * ({ppm} - {PPM}) / {PPM}"), if starting { ppm } else { PPM })
 }
 
 /// The shell lines that set `$o` to `expr` (µs) and `$text` to its offset text at rate `ppm`,
@@ -273,9 +279,15 @@ impl FaultAction for ClockSlew {
     async fn heal_measured(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<Option<String>> {
         let (code, state) = ctx.cluster.exec(target, &["cat", STATE_FILE]).await?;
         if code != 0 {
-            // The start never got as far as slewing (its failure is already named): nothing
-            // to undo.
-            return Ok(None);
+            // The start failed (its failure is already named). If it failed after writing its
+            // rate, the clock runs fast: stop it, unmeasured, or it would run so to the end.
+            let current = ctx.cluster.exec_ok(target, &["cat", OFFSET_FILE]).await?;
+            let (offset_us, ppm) = parse_offset(&current)?;
+            if ppm == PPM {
+                return Ok(None);
+            }
+            self.switch(ctx, target, offset_us, false).await?;
+            return Ok(Some("stopped a slew whose start failed after writing its rate (not measured)".into()));
         }
         let words: Vec<i64> = state.split_whitespace().filter_map(|w| w.parse().ok()).collect();
         let [written_us, ppm, start_off, start_real] = words[..] else {
@@ -342,10 +354,8 @@ mod tests {
         for (offset, el, rate, starting) in [(0, 3_000, 1.05, true), (2_000_000, 123_456, 1.005, true), (-1_500_000, 4_000, 1.05, false), (0, 777, 0.9, true)]
         {
             let ppm = rate_ppm(rate);
-            let op = if starting { '-' } else { '+' };
             let out_ppm = if starting { ppm } else { PPM };
-            let script =
-                format!("el={el}; {} echo \"$o $text\"", offset_shell(&format!("{offset} {op} $el * 10000 * ({ppm} - {PPM}) / {PPM}"), out_ppm));
+            let script = format!("el={el}; {} echo \"$o $text\"", switch_offset_shell(offset, ppm, starting));
             let out = std::process::Command::new("bash").args(["-c", &script]).output().unwrap();
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             let want = continuous_offset_us(offset, el, ppm, starting);

@@ -171,6 +171,15 @@ pub trait BackendSetup: Send + Sync {
     fn postgres_settings(&self) -> Result<(), Unsupported> {
         Err("its servers are not Postgres (only the Postgres backends take [server.postgres])")
     }
+    /// Each client can talk to one member only (`lock.one_member_each`).
+    fn one_member_each(&self) -> Result<(), Unsupported> {
+        Err("its clients need every node, or reach the servers through one address anyway (only etcd's take one member each)")
+    }
+    /// The protected resource lives in the lock's own transaction (Postgres xact): a scenario
+    /// cannot name another.
+    fn keeps_its_resource(&self) -> bool {
+        false
+    }
     /// The lock client can renew a grant on request (`lock.renew_ms`).
     fn renew(&self) -> Result<(), Unsupported> {
         Err("its lock client has no renew")

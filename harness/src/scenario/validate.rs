@@ -46,9 +46,6 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
             format!("{} is not below lock.ttl_ms ({}): the lease would lapse between renewals", s.lock.renew_ms, s.lock.ttl_ms),
         );
     }
-    if s.lock.one_member_each && s.backend != crate::lock_backends::BackendKind::Etcd {
-        return fail("lock.one_member_each", format!("applies to etcd only: {} clients reach the servers another way", s.backend.name()));
-    }
     for (name, v) in s.server.postgres.unwrap_or_default().given() {
         // Postgres's integer settings are 32-bit signed: a larger value would stop the server
         // from starting, long after the file was accepted.

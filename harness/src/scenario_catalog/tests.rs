@@ -183,6 +183,11 @@ const BAD: &[(&str, &str, &str)] = &[
         "f.toml:5: field 'nemesis.random.faults': latency needs parameters: use a [[nemesis.timeline]] step",
     ),
     (
+        "one member each on a backend whose clients need every node",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n[lock]\none_member_each = true\n",
+        "f.toml:5: field 'lock.one_member_each': redlock cannot: its clients need every node, or reach the servers through one address anyway (only etcd's take one member each)",
+    ),
+    (
         "persistence on a backend without it",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-session\"\n[server]\npersistence = \"appendonly\"\n",
         "f.toml:5: field 'server.persistence': postgres-session cannot: it has no persistence setting (only the Redis backends do)",

@@ -31,6 +31,10 @@ impl BackendSetup for Setup {
         NODES
     }
 
+    fn one_member_each(&self) -> Result<(), Unsupported> {
+        Ok(())
+    }
+
     fn server_process(&self) -> &'static str {
         PROCESS
     }

@@ -54,6 +54,10 @@ async fn psql(cluster: &Cluster, sql: &str) -> anyhow::Result<String> {
 
 #[async_trait::async_trait]
 impl BackendSetup for Setup {
+    fn keeps_its_resource(&self) -> bool {
+        self.variant.transactional()
+    }
+
     fn node_count(&self) -> usize {
         if self.variant == Variant::XactReplicated {
             2
