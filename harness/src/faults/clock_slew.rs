@@ -98,7 +98,7 @@ pub fn parse_offset(text: &str) -> anyhow::Result<(i64, i64)> {
 /// The bash script that switches the rate in the node: measures the server clock's offset
 /// against the node's true time, computes the offset for this instant (as
 /// [`continuous_offset_us`]), writes it atomically, measures again, and prints
-/// `before_offset_us before_real_us before_spread_us after_… elapsed_cs written written_at_us`, a
+/// `before_offset_us before_real_us before_spread_us after_… written written_at_us`, a
 /// measurement that failed being `- - -`. `clock` prints the server's clock as seconds and
 /// microseconds on two lines. A measurement is the best of three reads (the one with the
 /// shortest round trip, as NTP picks), its true time the round trip's middle and its spread
@@ -120,7 +120,7 @@ pub fn switch_script(process: &str, clock: &[&str], offset_us: i64, ppm: i64, st
          {offset_shell} \
          echo \"$text\" > {OFFSET_FILE}.new && mv {OFFSET_FILE}.new {OFFSET_FILE}; \
          at=${{EPOCHREALTIME/./}}; after=$(probe); \
-         echo $before $after $el $o $at",
+         echo $before $after $o $at",
         offset_shell = switch_offset_shell(offset_us, ppm, starting),
     )
 }
@@ -169,8 +169,8 @@ pub struct Switch {
 impl Switch {
     pub fn parse(out: &str) -> anyhow::Result<Switch> {
         let words: Vec<&str> = out.split_whitespace().collect();
-        let [b_off, b_real, b_spread, a_off, a_real, a_spread, _el, written, at] = words[..] else {
-            anyhow::bail!("the slew's switch printed `{}`, not nine words", out.trim());
+        let [b_off, b_real, b_spread, a_off, a_real, a_spread, written, at] = words[..] else {
+            anyhow::bail!("the slew's switch printed `{}`, not eight words", out.trim());
         };
         let reading = |off: &str, real: &str, spread: &str| {
             Some(Reading { offset: off.parse().ok()?, real: real.parse().ok()?, spread: spread.parse().ok()? })
@@ -369,14 +369,14 @@ mod tests {
 
     #[test]
     fn a_switch_is_read_from_the_script_and_a_clock_that_did_not_move_is_no_slew() {
-        let s = Switch::parse("120 1000 300 1480 3000 200 3000 -1500000 1800\n").unwrap();
+        let s = Switch::parse("120 1000 300 1480 3000 200 -1500000 1800\n").unwrap();
         let reading = |offset, real, spread| Some(Reading { offset, real, spread });
         assert_eq!((s.before, s.after, s.written_us, s.written_at), (reading(120, 1000, 300), reading(1480, 3000, 200), -1_500_000, 1800));
         // A start at 2x: 1200 µs of the change are the clock running fast after the write.
         assert_eq!(s.jump_us(PPM, 2 * PPM), Some((160, 500)));
         // A stop from 2x: 800 µs before the write.
         assert_eq!(s.jump_us(2 * PPM, PPM), Some((560, 500)));
-        let s = Switch::parse("- - - 480 2000 200 3000 7 1500").unwrap();
+        let s = Switch::parse("- - - 480 2000 200 7 1500").unwrap();
         assert_eq!((s.before, s.jump_us(PPM, PPM)), (None, None));
         assert!(Switch::parse("oops").is_err());
 
