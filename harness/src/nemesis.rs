@@ -140,6 +140,7 @@ impl Nemesis {
     /// previous one's planned end. On a loaded machine the previous one may have been injected,
     /// and so heal, late; the next then waits for that heal instead of finding its fault still
     /// on (and being skipped, which would make the run unknown for the machine's slowness).
+    /// Steps queued behind it wait too, by as much, as behind any step not yet fired.
     fn behind_a_random_fault(&self, step: &PlannedFault) -> bool {
         step.from_random_schedule() && self.active.iter().any(|a| a.step.from_random_schedule())
     }

@@ -234,8 +234,10 @@ const BAD: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// That the server really runs with them is shown by the container case postgres-session-partition
+/// (its gap is the keep-alives' 5 s + 3 × 1 s; with the defaults the lock stays held).
 #[test]
-fn postgres_server_settings_reach_the_backend() {
+fn postgres_server_settings_load_as_the_servers_command_line_options() {
     let text = "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact-pooler\"\n[server.postgres]\ntcp_keepalives_idle = 5\ntcp_keepalives_interval = 1\ntcp_keepalives_count = 3\ntcp_user_timeout = 9000\n";
     let loaded = load_text(text).unwrap();
     let settings = loaded.scenario.server.postgres.unwrap();
