@@ -35,6 +35,11 @@ fn rules(loaded: &LoadedScenario) -> Result<(), (String, String)> {
             return fail("lock.one_member_each", format!("{} cannot: {why}", backend.name));
         }
     }
+    if !s.lock.check_key_after_wait {
+        if let Err(why) = setup.skip_key_check() {
+            return fail("lock.check_key_after_wait", format!("{} cannot: {why}", backend.name));
+        }
+    }
     if s.server.postgres.is_some() {
         if let Err(why) = setup.postgres_settings() {
             return fail("server.postgres", format!("{} cannot: {why}", backend.name));

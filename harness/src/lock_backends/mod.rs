@@ -175,6 +175,11 @@ pub trait BackendSetup: Send + Sync {
     fn one_member_each(&self) -> Result<(), Unsupported> {
         Err("its clients need every node, or reach the servers through one address anyway (only etcd's take one member each)")
     }
+    /// The lock client can skip reading its key after waiting (`lock.check_key_after_wait =
+    /// false`): it waits in a queue of keys, as etcd's Mutex does.
+    fn skip_key_check(&self) -> Result<(), Unsupported> {
+        Err("its lock client does not wait in a queue of keys (only etcd's does)")
+    }
     /// The protected resource lives in the lock's own transaction (Postgres xact): a scenario
     /// cannot name another.
     fn keeps_its_resource(&self) -> bool {

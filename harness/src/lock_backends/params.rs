@@ -60,6 +60,12 @@ pub struct LockParams {
     /// `holder-member` then name the member the holder talks to.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub one_member_each: bool,
+    /// etcd: after waiting for the keys ahead to go, read our key again and refuse when it is
+    /// gone (our session expired while we waited), as Go's `Mutex.Lock` does since etcd 3.5.0.
+    /// `false` is the `Mutex` of every etcd 3.4 release, which Jepsen tested at 3.4.3: it
+    /// returns the lock once the keys ahead are gone, even when its own lease expired meanwhile.
+    #[serde(default = "defaults::yes", skip_serializing_if = "defaults::is_yes")]
+    pub check_key_after_wait: bool,
 }
 
 impl Default for LockParams {
@@ -72,6 +78,7 @@ impl Default for LockParams {
             drift_factor: defaults::drift_factor(),
             renew_ms: 0,
             one_member_each: false,
+            check_key_after_wait: true,
         }
     }
 }
@@ -165,6 +172,12 @@ mod defaults {
     }
     pub fn drift_factor() -> f64 {
         0.01
+    }
+    pub fn yes() -> bool {
+        true
+    }
+    pub fn is_yes(b: &bool) -> bool {
+        *b
     }
 }
 

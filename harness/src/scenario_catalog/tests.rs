@@ -188,6 +188,11 @@ const BAD: &[(&str, &str, &str)] = &[
         "f.toml:5: field 'lock.one_member_each': redlock cannot: its clients need every node, or reach the servers through one address anyway (only etcd's take one member each)",
     ),
     (
+        "skipping the key check on a backend whose client does not queue",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[lock]\ncheck_key_after_wait = false\n",
+        "f.toml:5: field 'lock.check_key_after_wait': redis-single cannot: its lock client does not wait in a queue of keys (only etcd's does)",
+    ),
+    (
         "persistence on a backend without it",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-session\"\n[server]\npersistence = \"appendonly\"\n",
         "f.toml:5: field 'server.persistence': postgres-session cannot: it has no persistence setting (only the Redis backends do)",

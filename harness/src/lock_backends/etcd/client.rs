@@ -21,7 +21,11 @@
 //!    until no such key is left. No polling; the pause between attempts (lock.retry_ms) is taken
 //!    only after a failed request.
 //! 3. Read our key again: gone means our session expired while we waited (Go's
-//!    `ErrSessionExpired`): refused. Otherwise the lock is ours.
+//!    `ErrSessionExpired`): refused. Otherwise the lock is ours. With
+//!    `lock.check_key_after_wait = false` this step is left out, as in every etcd 3.4 release
+//!    (Jepsen tested 3.4.3; the read came with 3.5.0), and so is ending the wait when the
+//!    session is lost: the lock is then ours once the keys ahead are gone, even if our own key
+//!    went with our lease.
 //!
 //! The fencing token is our key's create_revision: etcd's revision counter only goes up, and a
 //! waiter's key is created after every key ahead of it, so tokens rise in grant order.
@@ -234,6 +238,10 @@ impl Client {
         }
 
         let waited = tokio::time::timeout_at(deadline.into(), async {
+            if !self.lock.check_key_after_wait {
+                // etcd 3.4's Mutex: only the caller's deadline ends the wait.
+                return self.wait_deletes(prefix, my_rev - 1).await;
+            }
             tokio::select! {
                 waited = self.wait_deletes(prefix, my_rev - 1) => waited,
                 _ = state.until_lost() => Err(LockError::Refused("the session was lost while waiting for the lock".into())),
@@ -244,6 +252,9 @@ impl Client {
             Err(_) => return Err(LockError::Refused("lock held by another client: not our turn within the acquire timeout".into())),
             Ok(Err(e)) => return Err(e),
             Ok(Ok(())) => {}
+        }
+        if !self.lock.check_key_after_wait {
+            return Ok(grant(state));
         }
 
         let mine: RangeResponse = self

@@ -35,6 +35,10 @@ impl BackendSetup for Setup {
         Ok(())
     }
 
+    fn skip_key_check(&self) -> Result<(), Unsupported> {
+        Ok(())
+    }
+
     fn server_process(&self) -> &'static str {
         PROCESS
     }
