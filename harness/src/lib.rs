@@ -6,6 +6,7 @@
 #[macro_use]
 pub mod output;
 
+pub mod client_program;
 pub mod clock;
 pub mod containers;
 pub mod event_log;

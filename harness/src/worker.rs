@@ -6,10 +6,11 @@
 
 mod work_ms;
 
+use crate::client_program::{ProgramClient, ProgramSpec};
 use crate::clock::RunClock;
 use crate::event_log::EventLog;
 use crate::lock_backends::LockParams;
-use crate::lock_backends::{self, ClientConfig, Grant, LockClient, LockError, TxResource};
+use crate::lock_backends::{self, ClientConfig, ClientGone, Grant, LockClient, LockError, TxResource};
 use crate::resource::client::{CallError, ResourceClient};
 use crate::resource::postgres_table::PostgresTable;
 use crate::resource::protocol::Request;
@@ -44,6 +45,9 @@ pub struct WorkerConfig {
     /// Draws of the run (work times): the run's seed mixed with the process number.
     #[serde(default)]
     pub seed: u64,
+    /// A client program to drive instead of the built-in client (`[client] command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramSpec>,
 }
 
 /// The `[workload]` table: what each client does in a round.
@@ -126,7 +130,10 @@ impl Recorder {
 
 pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
     let op_timeout = Duration::from_millis(config.workload.op_timeout_ms);
-    let lock = lock_backends::connect_client(&config.backend, &config.lock, op_timeout).await?;
+    let lock: Box<dyn LockClient> = match &config.program {
+        Some(spec) => Box::new(ProgramClient::start(spec, config.process, op_timeout, Duration::from_millis(config.lock.ttl_ms)).await?),
+        None => lock_backends::connect_client(&config.backend, &config.lock, op_timeout).await?,
+    };
     let resource: Box<dyn ResourceCall> = match config.resource_params.kind {
         ResourceKind::Ledger => Box::new(ResourceClient::new(config.resource, op_timeout)),
         ResourceKind::Postgres => {
@@ -162,6 +169,7 @@ pub async fn run_with(config: &WorkerConfig, mut lock: Box<dyn LockClient>, mut 
             }
             Err(err) => {
                 rec.record(lock_error_type(&err), "acquire", |e| e.error = Some(err.to_string()))?;
+                stop_if_gone(&err)?;
                 think(config).await;
                 continue;
             }
@@ -171,10 +179,13 @@ pub async fn run_with(config: &WorkerConfig, mut lock: Box<dyn LockClient>, mut 
         rec.record(EventType::Invoke, "release", |e| e.token = grant.token)?;
         match lock.release(&key, &grant).await {
             Ok(()) => rec.record(EventType::Ok, "release", |e| e.token = grant.token)?,
-            Err(err) => rec.record(lock_error_type(&err), "release", |e| {
-                e.token = grant.token;
-                e.error = Some(err.to_string());
-            })?,
+            Err(err) => {
+                rec.record(lock_error_type(&err), "release", |e| {
+                    e.token = grant.token;
+                    e.error = Some(err.to_string());
+                })?;
+                stop_if_gone(&err)?;
+            }
         }
         think(config).await;
     }
@@ -190,8 +201,31 @@ struct Held {
 }
 
 impl Held {
-    fn known_lost(&self, lock: &dyn LockClient) -> bool {
-        self.renew_failed || lock.session_lost()
+    /// A client that cannot say (its program answered `fail` or `info`) does not know it lost
+    /// the lock; one that is gone stops the worker.
+    async fn known_lost(&self, lock: &mut dyn LockClient) -> Result<bool, ClientGone> {
+        if self.renew_failed {
+            return Ok(true);
+        }
+        match lock.session_lost().await {
+            Ok(lost) => Ok(lost),
+            Err(LockError::Gone(gone)) => Err(gone),
+            Err(_) => Ok(false),
+        }
+    }
+}
+
+/// Exit codes of `lockchaos worker` that the run reads: the client program could not start or
+/// broke the protocol (the run ends unknown), or exited (the client comes back as a new
+/// process).
+pub const EXIT_UNUSABLE: u8 = 3;
+pub const EXIT_PROGRAM_EXITED: u8 = 4;
+
+/// After recording an operation that failed: a client that is gone stops the worker.
+fn stop_if_gone(err: &LockError) -> anyhow::Result<()> {
+    match err {
+        LockError::Gone(gone) => Err(gone.clone().into()),
+        _ => Ok(()),
     }
 }
 
@@ -228,6 +262,7 @@ async fn work(rec: &mut Recorder, lock: &mut dyn LockClient, grant: &Grant, held
                     e.token = grant.token;
                     e.error = Some(err.to_string());
                 })?;
+                stop_if_gone(&err)?;
             }
         }
     }
@@ -277,7 +312,18 @@ async fn critical_section(
         e.token = grant.token;
         e.value = new_value.into();
     })?;
-    if config.workload.honour_session_loss && held.known_lost(lock) {
+    let lost = match config.workload.honour_session_loss {
+        true => held.known_lost(lock).await,
+        false => Ok(false),
+    };
+    if let Err(gone) = &lost {
+        rec.record(EventType::Info, "write", |e| {
+            e.token = grant.token;
+            e.value = new_value.into();
+            e.error = Some(gone.to_string());
+        })?;
+    }
+    if lost? {
         return rec.record(EventType::Fail, "write", |e| {
             e.token = grant.token;
             e.value = new_value.into();
@@ -309,7 +355,14 @@ async fn check_still_valid(
 ) -> anyhow::Result<bool> {
     rec.record(EventType::Invoke, "check", |e| e.token = grant.token)?;
     let left = held.valid_until.saturating_duration_since(Instant::now());
-    if left.is_zero() || held.known_lost(lock) {
+    let lost = held.known_lost(lock).await;
+    if let Err(gone) = &lost {
+        rec.record(EventType::Info, "check", |e| {
+            e.token = grant.token;
+            e.error = Some(gone.to_string());
+        })?;
+    }
+    if left.is_zero() || lost? {
         rec.record(EventType::Fail, "check", |e| {
             e.token = grant.token;
             e.error = Some("lock no longer valid; write not sent".into());
@@ -334,7 +387,10 @@ async fn transactional_section(rec: &mut Recorder, tx: &mut dyn TxResource, conf
             rec.record(EventType::Ok, "read", |e| e.value = v.into())?;
             v
         }
-        Err(err) => return rec.record(lock_error_type(&err), "read", |e| e.error = Some(err.to_string())),
+        Err(err) => {
+            rec.record(lock_error_type(&err), "read", |e| e.error = Some(err.to_string()))?;
+            return stop_if_gone(&err);
+        }
     };
     tokio::time::sleep(Duration::from_millis(config.workload.work_ms.draw(&mut rec.rng))).await;
     let new_value = value + 1;
@@ -343,7 +399,8 @@ async fn transactional_section(rec: &mut Recorder, tx: &mut dyn TxResource, conf
     rec.record(result.as_ref().map_or_else(lock_error_type, |_| EventType::Ok), "write", |e| {
         e.value = new_value.into();
         e.error = result.as_ref().err().map(|err| err.to_string());
-    })
+    })?;
+    result.err().map_or(Ok(()), |err| stop_if_gone(&err))
 }
 
 async fn think(config: &WorkerConfig) {
@@ -353,7 +410,7 @@ async fn think(config: &WorkerConfig) {
 fn lock_error_type(err: &LockError) -> EventType {
     match err {
         LockError::Refused(_) => EventType::Fail,
-        LockError::Unknown(_) => EventType::Info,
+        LockError::Unknown(_) | LockError::Gone(_) => EventType::Info,
     }
 }
 

@@ -228,6 +228,19 @@ impl Cluster {
         self.docker.kill_container(&member.id, Some(opts)).await.with_context(|| format!("cannot send {signal} to {name}"))
     }
 
+    /// Freezes every process of the member (the cgroup freezer, `docker pause`): a client and
+    /// whatever its program started.
+    pub async fn freeze(&self, name: &str) -> anyhow::Result<()> {
+        let member = self.member(name)?;
+        self.docker.pause_container(&member.id).await.with_context(|| format!("cannot freeze {name}"))
+    }
+
+    /// Thaws what `freeze` froze.
+    pub async fn thaw(&self, name: &str) -> anyhow::Result<()> {
+        let member = self.member(name)?;
+        self.docker.unpause_container(&member.id).await.with_context(|| format!("cannot thaw {name}"))
+    }
+
     /// Whether the member is still running, and its exit code when it is not.
     pub async fn state(&self, name: &str) -> anyhow::Result<(bool, Option<i64>)> {
         let member = self.member(name)?;

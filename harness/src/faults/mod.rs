@@ -212,10 +212,12 @@ macro_rules! fault_kinds {
 }
 
 fault_kinds! {
-    /// SIGSTOP a worker (or a node's server process), SIGCONT it after the duration.
+    /// Freeze a client's container, every process of it (or SIGSTOP a node's server process);
+    /// thaw it (SIGCONT) after the duration.
     "pause" => Pause(pause::Pause),
     /// SIGKILL a node's server process and start it again after the duration (state not
-    /// persisted is lost); on a worker, kill its container for good.
+    /// persisted is lost); on a client, SIGKILL its container's PID 1 (all of it dies) and
+    /// start it again as a new process after the duration.
     "kill" => Kill(kill::Kill),
     /// Cut the target off from the members in `from`, or split the nodes by a `shape`
     /// (iptables in the nodes, TCP reset).

@@ -1,6 +1,7 @@
-//! Process pause: SIGSTOP, then SIGCONT when the fault ends. On a worker the signal goes to its
-//! container's PID 1, the client itself, so the real client freezes as in a GC pause or a VM
-//! steal; on a node it goes to the backend's server process.
+//! Process pause, as in a GC pause or a VM steal. On a client, the whole container is frozen
+//! (the cgroup freezer, `docker pause`) and thawed when the fault ends: the worker and a client
+//! program with every process it started. On a node, SIGSTOP then SIGCONT to the backend's
+//! server process.
 
 use super::{FaultAction, FaultContext};
 use serde::{Deserialize, Serialize};
@@ -16,15 +17,15 @@ impl FaultAction for Pause {
         if ctx.is_node(target)? {
             ctx.signal_server(target, "STOP").await
         } else {
-            ctx.cluster.signal(target, "SIGSTOP").await
+            ctx.cluster.freeze(target).await
         }
     }
 
     async fn heal(&self, ctx: &FaultContext<'_>, target: &str) -> anyhow::Result<()> {
-        let result = if ctx.is_node(target)? { ctx.signal_server(target, "CONT").await } else { ctx.cluster.signal(target, "SIGCONT").await };
+        let result = if ctx.is_node(target)? { ctx.signal_server(target, "CONT").await } else { ctx.cluster.thaw(target).await };
         match result {
             // A container that has exited has nothing left to resume.
-            Err(e) if format!("{e:#}").contains("is not running") => Ok(()),
+            Err(e) if format!("{e:#}").contains("is not running") || format!("{e:#}").contains("is not paused") => Ok(()),
             other => other,
         }
     }

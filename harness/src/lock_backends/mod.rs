@@ -62,6 +62,37 @@ impl ClientConfig {
     }
 }
 
+impl ClientConfig {
+    /// How a client program reaches the backend: `init`'s `config` (docs/client-protocol.md).
+    pub fn program_config(&self) -> serde_json::Value {
+        use serde_json::json;
+        let host_port = |addr: &str| {
+            let (host, port) = addr.rsplit_once(':').unwrap_or((addr, "0"));
+            json!({"host": host, "port": port.parse::<u16>().unwrap_or(0)})
+        };
+        let all = |addrs: &[String]| addrs.iter().map(|a| host_port(a)).collect::<Vec<_>>();
+        match self {
+            ClientConfig::RedisSingle { addr } => host_port(addr),
+            ClientConfig::Redlock { addrs } => json!({"nodes": all(addrs)}),
+            ClientConfig::RedisSentinel { sentinels } => {
+                json!({"sentinels": all(sentinels), "master_name": redis_sentinel::MASTER_NAME})
+            }
+            ClientConfig::Etcd { endpoints } => json!({"endpoints": all(endpoints)}),
+            ClientConfig::PostgresSession { addr } | ClientConfig::PostgresXact { addr } => {
+                let addrs: Vec<String> = addr.split(',').map(str::to_string).collect();
+                let hosts = all(&addrs);
+                let list =
+                    |field: &str| hosts.iter().map(|h| h[field].to_string().trim_matches('"').to_string()).collect::<Vec<_>>().join(",");
+                let mut dsn = format!("host={} port={} dbname=postgres user=postgres", list("host"), list("port"));
+                if addrs.len() > 1 {
+                    dsn.push_str(" target_session_attrs=read-write");
+                }
+                json!({"hosts": hosts, "dbname": "postgres", "user": "postgres", "dsn": dsn})
+            }
+        }
+    }
+}
+
 /// A lock as the client believes it holds it.
 #[derive(Clone, Debug)]
 pub struct Grant {
@@ -81,6 +112,22 @@ pub enum LockError {
     /// Outcome unknown, e.g. a timeout after the request was sent (history type `info`).
     #[error("{0}")]
     Unknown(String),
+    /// The client cannot go on (a client program that broke the protocol, or exited): the
+    /// operation's outcome is unknown (`info`) and the worker stops.
+    #[error("{0}")]
+    Gone(ClientGone),
+}
+
+/// Why a lock client cannot go on.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClientGone {
+    /// It cannot be used: its program could not start, or broke the protocol. The run cannot
+    /// go on (it ends unknown).
+    #[error("{0}")]
+    Unusable(String),
+    /// Its program exited or crashed: the client comes back as a new process.
+    #[error("{0}")]
+    Exited(String),
 }
 
 #[async_trait::async_trait]
@@ -96,9 +143,10 @@ pub trait LockClient: Send {
         Err(LockError::Refused("this lock client cannot renew".into()))
     }
     /// Whether the backend has told the client its grant is gone (etcd: the lease expired or
-    /// could not be renewed in time). Backends without sessions never know: false.
-    fn session_lost(&self) -> bool {
-        false
+    /// could not be renewed in time). Backends without sessions never know: false. Err only
+    /// when the client could not answer (a client program's `fail`, `info` or silence).
+    async fn session_lost(&mut self) -> Result<bool, LockError> {
+        Ok(false)
     }
     /// Optional capability: a protected resource that commits or aborts together with the lock
     /// (Postgres xact: a table written in the lock's transaction). When present, the worker

@@ -11,12 +11,19 @@ use crate::wait::{self, Probe};
 use anyhow::{bail, Context};
 use bollard::Docker;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 /// Where the host-built binary is mounted in every container.
 pub const BIN: &str = "/usr/local/bin/lockchaos";
-/// The run folder inside every container.
+/// The run folder inside the node and resource containers.
 pub const RUN_MOUNT: &str = "/lockchaos/run";
+/// In a worker's container, all it gets besides the binary: its configuration (read-only), its
+/// own event file (written by the worker, as root; a client program runs as nobody), and the
+/// project's `clients/` (read-only) under the project folder the program runs in.
+pub const WORKER_CONFIG: &str = "/lockchaos/worker.json";
+pub const WORKER_EVENTS: &str = "/lockchaos/events.jsonl";
+pub const PROJECT_MOUNT: &str = "/lockchaos/project";
 const RESOURCE_PORT: u16 = 7000;
 const BACKEND_START_LIMIT: Duration = Duration::from_secs(120);
 
@@ -45,6 +52,23 @@ pub fn container_spec(ctx: &RunContext, name: &str, role: Role, cmd: Vec<String>
         ],
         net_admin: role == Role::Node,
     }
+}
+
+/// A worker's container: the binary, its configuration and its event file, and the project's
+/// `clients/` (when there is one); nothing else of the run (docs/client-protocol.md).
+pub fn worker_spec(ctx: &RunContext, name: &str, config: &Path, events: &Path) -> ContainerSpec {
+    let cmd = vec![BIN.into(), "worker".into(), "--config".into(), WORKER_CONFIG.into()];
+    let mut spec = container_spec(ctx, name, Role::Worker, cmd);
+    spec.binds = vec![
+        (ctx.exe.clone(), BIN.to_string(), true),
+        (config.to_path_buf(), WORKER_CONFIG.to_string(), true),
+        (events.to_path_buf(), WORKER_EVENTS.to_string(), false),
+    ];
+    let clients = ctx.loaded.project_root().join("clients");
+    if clients.is_dir() {
+        spec.binds.push((clients, format!("{PROJECT_MOUNT}/clients"), true));
+    }
+    spec
 }
 
 pub async fn provision(docker: Docker, ctx: &RunContext) -> anyhow::Result<Provisioned> {

@@ -3,12 +3,12 @@
 //! (K + clients·n for its n-th restart, as Jepsen numbers processes) in a new container at the
 //! same address, with an event file of its own. Tracks every process's fate for results.json.
 
-use super::provision::{container_spec, BIN, RUN_MOUNT};
+use super::provision::{worker_spec, WORKER_EVENTS};
 use super::RunContext;
-use crate::containers::{Cluster, Role};
+use crate::containers::Cluster;
 use crate::events::{Event, EventSink};
 use crate::faults::Clients;
-use crate::worker::WorkerConfig;
+use crate::worker::{WorkerConfig, EXIT_PROGRAM_EXITED, EXIT_UNUSABLE};
 use results::{WorkerFate, WorkerStatus};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -56,18 +56,24 @@ impl<'a> Workers<'a> {
         let process = k as u64 + self.clients as u64 * incarnation;
         // The first process keeps the plain names; later ones carry their process number.
         let stem = if incarnation == 0 { format!("client-{k}") } else { format!("client-{k}-p{process}") };
-        let mut config = WorkerConfig { process, events: format!("{RUN_MOUNT}/workers/{stem}.jsonl").into(), ..self.template.clone() };
+        let name = format!("client-{k}");
+        let mut config = WorkerConfig { process, events: WORKER_EVENTS.into(), ..self.template.clone() };
         if let Some((one, _)) = self.one_member(k) {
             config.backend = one;
         }
-        let file = self.ctx.dir.path.join("workers").join(format!("{stem}.config.json"));
+        if let Some(program) = &mut config.program {
+            program.client = name.clone();
+            program.config = config.backend.program_config();
+        }
+        let workers = self.ctx.dir.path.join("workers");
+        let (file, events) = (workers.join(format!("{stem}.config.json")), workers.join(format!("{stem}.jsonl")));
         std::fs::write(&file, serde_json::to_vec_pretty(&config)?)?;
-        let name = format!("client-{k}");
-        let cmd = vec![BIN.into(), "worker".into(), "--config".into(), format!("{RUN_MOUNT}/workers/{stem}.config.json")];
-        self.cluster.start(container_spec(self.ctx, &name, Role::Worker, cmd)).await?;
+        // Mounted as a file, so it must exist; root's alone to write (0644).
+        std::fs::write(&events, b"")?;
+        self.cluster.start(worker_spec(self.ctx, &name, &file, &events)).await?;
         let mut state = self.state.lock().expect("workers lock");
         state.current.insert(k, (process, incarnation));
-        state.started.push((process, name, self.ctx.dir.path.join("workers").join(format!("{stem}.jsonl"))));
+        state.started.push((process, name, events));
         Ok(process)
     }
 
@@ -94,7 +100,8 @@ impl<'a> Workers<'a> {
     }
 
     /// Records processes gone before the workload ended (their events so far are kept) and
-    /// returns them.
+    /// returns them. A client whose program exited comes back as a new process at once; one
+    /// whose program is unusable ends the run (Err, naming the client and why).
     pub async fn find_dead(&self, events: &EventSink) -> anyhow::Result<Vec<u64>> {
         let mut dead = vec![];
         for (k, process) in self.running() {
@@ -102,12 +109,30 @@ impl<'a> Workers<'a> {
             let (running, exit_code) = self.cluster.state(&name).await?;
             if !running {
                 let at_ms = self.ctx.clock.now() / 1_000_000;
-                events.emit(Event::WorkerDied { name, exit_code, at_ms });
+                events.emit(Event::WorkerDied { name: name.clone(), exit_code, at_ms });
                 self.end(k, process, WorkerFate::Died, exit_code, Some(at_ms));
                 dead.push(process);
+                if exit_code == Some(EXIT_UNUSABLE.into()) {
+                    anyhow::bail!("{name}: {}", self.why_unusable(&name).await);
+                }
+                if exit_code == Some(EXIT_PROGRAM_EXITED.into()) {
+                    self.restart(&name).await?;
+                }
             }
         }
         Ok(dead)
+    }
+
+    /// The first client whose program turned out unusable, and why (its worker's last words).
+    pub async fn first_unusable(&self) -> Option<String> {
+        let name = self.statuses().into_iter().find(|w| w.exit_code == Some(EXIT_UNUSABLE.into()))?.name;
+        Some(format!("{name}: {}", self.why_unusable(&name).await))
+    }
+
+    async fn why_unusable(&self, name: &str) -> String {
+        let logs = self.cluster.logs(name).await.unwrap_or_default();
+        let said = logs.lines().rev().find_map(|l| l.split_once("lockchaos worker: ").map(|(_, why)| why.trim().to_string()));
+        said.unwrap_or_else(|| "its client program could not be used (see its log)".into())
     }
 
     /// Lets every client finish its round; kills those that do not within `grace`.

@@ -3,9 +3,10 @@
 //! SIGTERM through `stop`), every active fault is healed before anything else, and the clients'
 //! fates are recorded.
 
-use super::provision::{self, RUN_MOUNT};
+use super::provision::{self, PROJECT_MOUNT, RUN_MOUNT};
 use super::workers::Workers;
 use super::{RunContext, WorkloadRecord};
+use crate::client_program::{Capability, ProgramSpec};
 use crate::event_log::EventLog;
 use crate::events::{Event, EventSink, FaultChange, Stage};
 use crate::faults::{Fault, FaultContext};
@@ -59,6 +60,17 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
         resource_params: s.resource.clone(),
         events: RUN_MOUNT.into(),
         seed: ctx.seed,
+        program: s.client.command.clone().map(|command| ProgramSpec {
+            command,
+            dir: PROJECT_MOUNT.into(),
+            as_nobody: true,
+            // Set per client by Workers::start.
+            client: String::new(),
+            config: serde_json::Value::Null,
+            backend: s.backend.name().into(),
+            lock: serde_json::to_value(&s.lock).expect("lock parameters serialise"),
+            needs: program_needs(s, backend),
+        }),
     };
     let workers = Workers::new(cluster, &ctx, template, s.clients);
     let fault_ctx = FaultContext { cluster, backend, clients: &workers };
@@ -127,6 +139,12 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
         let grace = Duration::from_millis(s.lock.acquire_timeout_ms + w.work_ms.max + 2 * w.op_timeout_ms + w.think_ms + 5000);
         workers.finish(grace).await?
     };
+    // A client program found unusable while the clients finished ends the run as one found
+    // during the workload does.
+    let result = match (result, workers.first_unusable().await) {
+        (Ok(()), Some(why)) => Err(anyhow::anyhow!(why)),
+        (result, _) => result,
+    };
     // A backend that keeps the protected resource itself (Postgres xact), and the Postgres table
     // resource, hand over their log now, before teardown, as the resource's records.
     let records = match s.resource.kind {
@@ -147,6 +165,21 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
     }
     record.error = result.err().map(|e| format!("{e:#}"));
     Ok(record)
+}
+
+/// What the scenario needs of a client program beyond acquire and release.
+fn program_needs(s: &crate::scenario::Scenario, backend: &dyn crate::lock_backends::BackendSetup) -> Vec<Capability> {
+    let mut needs = vec![];
+    if s.lock.renew_ms > 0 {
+        needs.push(Capability::Renew);
+    }
+    if s.workload.honour_session_loss {
+        needs.push(Capability::Session);
+    }
+    if backend.keeps_its_resource() {
+        needs.push(Capability::Transactional);
+    }
+    needs
 }
 
 /// Resolves with the signal's name once the run is asked to stop.

@@ -27,6 +27,16 @@ pub struct LoadedScenario {
 }
 
 impl LoadedScenario {
+    /// The project the scenario belongs to, where client programs live: the nearest folder
+    /// above the file that holds a `clients/` folder (the repository's root for `scenarios/`),
+    /// else the folder holding the file's folder. Absolute, for bind mounts.
+    pub fn project_root(&self) -> PathBuf {
+        let file = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
+        let mut above = file.ancestors().skip(1);
+        let with_clients = above.find(|dir| dir.join("clients").is_dir());
+        with_clients.or_else(|| file.parent().and_then(Path::parent)).unwrap_or(Path::new("/")).to_path_buf()
+    }
+
     /// An error about `field` (dotted: `nemesis.timeline[0].target`) of this file, at the line
     /// where the field is written (or its nearest enclosing table).
     pub fn error_at(&self, field: &str, message: String) -> ScenarioError {

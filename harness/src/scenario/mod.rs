@@ -14,6 +14,7 @@ pub use load::{load_file, load_text, parse, LoadedScenario, ScenarioError};
 pub use nemesis::{Nemesis, RandomFaults, TimelineStep, Trigger};
 pub use validate::validate_overrides;
 
+use crate::client_program::ClientParams;
 use crate::lock_backends::{self, BackendKind, BackendSetup, LockParams, ServerOptions, ServerParams};
 use crate::resource::ResourceParams;
 use crate::worker::Workload;
@@ -48,6 +49,9 @@ pub struct Scenario {
     pub server: ServerParams,
     #[serde(default)]
     pub nemesis: Nemesis,
+    /// `[client]`: a lock client program instead of the built-in client.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub client: ClientParams,
     /// Figures the run must measure to match, beside `expect` (a killed holder's lock freed
     /// within a range, the lock still taken at the end).
     #[serde(default, skip_serializing_if = "is_default")]

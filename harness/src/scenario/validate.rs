@@ -31,6 +31,12 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
     if s.time_limit_secs == 0 {
         return fail("time_limit_secs", "must be at least 1".into());
     }
+    if s.client.command.as_ref().is_some_and(|c| c.first().is_none_or(|program| program.trim().is_empty())) {
+        return fail(
+            "client.command",
+            "names no program: give the program and its arguments, e.g. [\"python3\", \"clients/my_lock.py\"]".into(),
+        );
+    }
     if s.lock.ttl_ms == 0 {
         return fail("lock.ttl_ms", "must be at least 1".into());
     }

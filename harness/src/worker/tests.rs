@@ -153,8 +153,8 @@ impl LockClient for LostSession {
     async fn release(&mut self, _key: &str, _grant: &Grant) -> Result<(), LockError> {
         Ok(())
     }
-    fn session_lost(&self) -> bool {
-        true
+    async fn session_lost(&mut self) -> Result<bool, LockError> {
+        Ok(true)
     }
 }
 

@@ -360,7 +360,13 @@ impl LockClient for Client {
         }
     }
 
-    fn session_lost(&self) -> bool {
+    async fn session_lost(&mut self) -> Result<bool, LockError> {
+        Ok(self.is_session_lost())
+    }
+}
+
+impl Client {
+    fn is_session_lost(&self) -> bool {
         self.session.as_ref().is_some_and(|s| s.state.is_lost())
     }
 }

@@ -104,7 +104,7 @@ async fn against_a_real_etcd() {
 
     // Held past the TTL: the keep-alive stream renews the lease.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert!(!a.session_lost());
+    assert!(!a.is_session_lost());
 
     // A waiter is woken by the release (a watch, not a poll) and gets a higher token.
     let waiter = tokio::spawn({
@@ -129,7 +129,7 @@ async fn against_a_real_etcd() {
     b.session.as_ref().unwrap().keep_alive.abort();
     let mut c = new();
     let theirs = c.acquire(&name2, Duration::from_secs(8)).await.unwrap();
-    assert!(b.session_lost() && theirs.token > mine.token);
+    assert!(b.is_session_lost() && theirs.token > mine.token);
     let err = b.release(&name2, &mine).await.unwrap_err();
     assert!(matches!(err, LockError::Refused(_)), "{err}");
     c.release(&name2, &theirs).await.unwrap();

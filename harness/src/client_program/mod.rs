@@ -1,0 +1,298 @@
+//! A lock client that is a program: any language, any library, driven over the JSON-lines
+//! protocol of docs/client-protocol.md. The worker starts it in the client's container and uses
+//! it as any other `LockClient`; what it answers becomes the history's ok / fail / info.
+//!
+//! A program that cannot start, or breaks the protocol (a line that is not an answer, an id not
+//! asked for, an answer of the wrong type, a missing capability), is `ClientGone::Unusable`: the
+//! run ends unknown. One that exits is `ClientGone::Exited`: its open operation is `info` and
+//! the run starts the client again as a new process.
+
+mod protocol;
+
+use crate::lock_backends::{ClientGone, Grant, LockClient, LockError, TxResource};
+pub use protocol::Capability;
+use protocol::{Request, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// The `[client]` table of a scenario.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClientParams {
+    /// A lock client program and its arguments, instead of the built-in client; run in the
+    /// client's container from the project's root, whose `clients/` is mounted there
+    /// (`LoadedScenario::project_root`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+}
+
+/// How a worker starts its program and introduces the run to it.
+#[derive(Deserialize, Serialize, Clone, Debug)]
+pub struct ProgramSpec {
+    pub command: Vec<String>,
+    /// Working directory.
+    pub dir: PathBuf,
+    /// Run it as user and group `nobody` (in the containers: it cannot write the worker's
+    /// records).
+    pub as_nobody: bool,
+    /// `init`'s fields.
+    pub client: String,
+    pub backend: String,
+    pub config: Value,
+    pub lock: Value,
+    /// What the scenario needs of it.
+    pub needs: Vec<Capability>,
+}
+
+/// Uid and gid of `nobody` on Debian.
+const NOBODY: u32 = 65534;
+/// A program's first answer may wait for its runtime to start (Python importing grpc).
+const INIT_WAIT: Duration = Duration::from_secs(20);
+
+pub struct ProgramClient {
+    /// `python3 clients/x.py`, for errors.
+    shown: String,
+    child: Child,
+    stdin: ChildStdin,
+    answers: Lines<BufReader<ChildStdout>>,
+    next_id: u64,
+    /// Requests given up on (no answer in time): their late answers are skipped.
+    given_up: BTreeSet<u64>,
+    capabilities: Vec<Capability>,
+    op_timeout: Duration,
+    /// The grant's validity when the program gives none: the lock's TTL.
+    ttl: Duration,
+    /// The key of the last acquire, for `session_lost`.
+    key: String,
+}
+
+impl ProgramClient {
+    /// Starts the program and introduces the run (`init`); Unusable when it cannot start, does
+    /// not answer `init_ok`, or lacks a capability the scenario needs.
+    pub async fn start(spec: &ProgramSpec, process: u64, op_timeout: Duration, ttl: Duration) -> Result<Self, ClientGone> {
+        let shown = spec.command.join(" ");
+        let (program, args) = spec.command.split_first().ok_or_else(|| ClientGone::Unusable("the client command is empty".into()))?;
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .current_dir(&spec.dir)
+            .env("HOME", "/tmp")
+            .env("PYTHONUNBUFFERED", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        if spec.as_nobody {
+            command.uid(NOBODY).gid(NOBODY);
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| ClientGone::Unusable(format!("cannot start client program `{shown}` in {}: {e}", spec.dir.display())))?;
+        let stdin = child.stdin.take().expect("piped stdin");
+        let answers = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let mut client = ProgramClient {
+            shown,
+            child,
+            stdin,
+            answers,
+            next_id: 0,
+            given_up: BTreeSet::new(),
+            capabilities: vec![],
+            op_timeout,
+            ttl,
+            key: String::new(),
+        };
+        let init = Request::Init {
+            client: spec.client.clone(),
+            process,
+            backend: spec.backend.clone(),
+            config: spec.config.clone(),
+            lock: spec.lock.clone(),
+        };
+        let capabilities = match client.call(init, INIT_WAIT).await {
+            Ok(Response::InitOk { capabilities }) => capabilities,
+            Ok(other) => unreachable!("call checks the answer's type: {other:?}"),
+            // Gone before it could say hello: it would only be started again and again.
+            Err(LockError::Gone(ClientGone::Exited(why))) => return Err(ClientGone::Unusable(format!("{why} (before answering init)"))),
+            Err(LockError::Gone(gone)) => return Err(gone),
+            Err(e) => return Err(client.unusable(format!("init failed: {e}"))),
+        };
+        if let Some(missing) = spec.needs.iter().find(|c| !capabilities.contains(c)) {
+            let name: &str = missing.into();
+            return Err(client
+                .unusable(format!("does not offer `{name}` (init_ok's capabilities: {capabilities:?}), which {}", why_needed(*missing))));
+        }
+        client.capabilities = capabilities;
+        Ok(client)
+    }
+
+    fn has(&self, capability: Capability) -> bool {
+        self.capabilities.contains(&capability)
+    }
+
+    fn unusable(&self, what: String) -> ClientGone {
+        ClientGone::Unusable(format!("client program `{}` {what}", self.shown))
+    }
+
+    /// Sends `request` and waits up to `wait` for its answer. A `fail` answer is Refused, `info`
+    /// or no answer in time Unknown; an answer of another type than the request's, or a line
+    /// that is no answer, Unusable; the program gone, Exited.
+    async fn call(&mut self, request: Request, wait: Duration) -> Result<Response, LockError> {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            return Err(LockError::Gone(ClientGone::Exited(format!("client program `{}` exited ({status})", self.shown))));
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        if let Err(e) = self.send(&request.line(id)).await {
+            return Err(LockError::Gone(self.exited(&format!("could not be sent request {id} ({e})")).await));
+        }
+        let deadline = Instant::now() + wait;
+        loop {
+            let line = match tokio::time::timeout_at(deadline.into(), self.answers.next_line()).await {
+                Err(_) => {
+                    self.given_up.insert(id);
+                    return Err(LockError::Unknown(format!("no answer to request {id} within {} ms", wait.as_millis())));
+                }
+                Ok(Ok(Some(line))) => line,
+                Ok(Ok(None)) => return Err(LockError::Gone(self.exited(&format!("closed its output with request {id} open")).await)),
+                Ok(Err(e)) => return Err(LockError::Gone(self.unusable(format!("wrote output that is not UTF-8 lines ({e})")))),
+            };
+            let (answered, response) = protocol::parse(&line).map_err(|e| LockError::Gone(self.unusable(e)))?;
+            if answered != id {
+                if self.given_up.remove(&answered) {
+                    continue;
+                }
+                return Err(LockError::Gone(self.unusable(format!("answered id {answered}, but request {id} was the one open"))));
+            }
+            return match response {
+                Response::Fail { error } => Err(LockError::Refused(error)),
+                Response::Info { error } => Err(LockError::Unknown(error)),
+                ok => {
+                    if response_type(&ok) != request.ok_type() {
+                        return Err(LockError::Gone(self.unusable(format!(
+                            "answered request {id} ({}) with `{}`",
+                            request.ok_type().trim_end_matches("_ok"),
+                            response_type(&ok)
+                        ))));
+                    }
+                    Ok(ok)
+                }
+            };
+        }
+    }
+
+    async fn send(&mut self, line: &str) -> std::io::Result<()> {
+        self.stdin.write_all(line.as_bytes()).await?;
+        self.stdin.flush().await
+    }
+
+    /// The program is gone: how it ended, waited for briefly.
+    async fn exited(&mut self, what: &str) -> ClientGone {
+        let status = match tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await {
+            Ok(Ok(status)) => status.to_string(),
+            _ => "still running".into(),
+        };
+        ClientGone::Exited(format!("client program `{}` {what}: {status}", self.shown))
+    }
+
+    /// A request only a capability allows.
+    async fn call_with(&mut self, capability: Capability, request: Request) -> Result<Response, LockError> {
+        if !self.has(capability) {
+            let name: &str = capability.into();
+            return Err(LockError::Refused(format!("the client program does not offer `{name}`")));
+        }
+        self.call(request, self.op_timeout).await
+    }
+}
+
+fn response_type(response: &Response) -> &'static str {
+    match response {
+        Response::InitOk { .. } => "init_ok",
+        Response::AcquireOk { .. } => "acquire_ok",
+        Response::ReleaseOk {} => "release_ok",
+        Response::RenewOk { .. } => "renew_ok",
+        Response::SessionLostOk { .. } => "session_lost_ok",
+        Response::TxReadOk { .. } => "tx_read_ok",
+        Response::TxWriteCommitOk {} => "tx_write_commit_ok",
+        Response::Fail { .. } => "fail",
+        Response::Info { .. } => "info",
+    }
+}
+
+fn why_needed(capability: Capability) -> &'static str {
+    match capability {
+        Capability::Renew => "lock.renew_ms needs",
+        Capability::Session => "workload.honour_session_loss needs",
+        Capability::Transactional => "the backend needs (its counter lives in the lock's transaction)",
+    }
+}
+
+#[async_trait::async_trait]
+impl LockClient for ProgramClient {
+    async fn acquire(&mut self, key: &str, timeout: Duration) -> Result<Grant, LockError> {
+        self.key = key.to_string();
+        let request = Request::Acquire { key: key.into(), timeout_ms: timeout.as_millis() as u64 };
+        match self.call(request, timeout + self.op_timeout).await? {
+            Response::AcquireOk { token, validity_ms } => {
+                let validity = validity_ms.map_or(self.ttl, Duration::from_millis);
+                Ok(Grant { token, validity, secret: String::new() })
+            }
+            other => unreachable!("call checks the answer's type: {other:?}"),
+        }
+    }
+
+    async fn release(&mut self, key: &str, _grant: &Grant) -> Result<(), LockError> {
+        self.call(Request::Release { key: key.into() }, self.op_timeout).await.map(|_| ())
+    }
+
+    async fn renew(&mut self, key: &str, _grant: &Grant) -> Result<Duration, LockError> {
+        match self.call_with(Capability::Renew, Request::Renew { key: key.into() }).await? {
+            Response::RenewOk { validity_ms } => Ok(Duration::from_millis(validity_ms)),
+            other => unreachable!("call checks the answer's type: {other:?}"),
+        }
+    }
+
+    /// Without `session` the program is not asked: it cannot know.
+    async fn session_lost(&mut self) -> Result<bool, LockError> {
+        if !self.has(Capability::Session) {
+            return Ok(false);
+        }
+        let key = self.key.clone();
+        match self.call(Request::SessionLost { key }, self.op_timeout).await? {
+            Response::SessionLostOk { lost } => Ok(lost),
+            other => unreachable!("call checks the answer's type: {other:?}"),
+        }
+    }
+
+    fn transactional_resource(&mut self) -> Option<&mut dyn TxResource> {
+        if self.has(Capability::Transactional) {
+            Some(self)
+        } else {
+            None
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl TxResource for ProgramClient {
+    async fn read(&mut self, key: &str, client: u64, time_ns: u64) -> Result<i64, LockError> {
+        match self.call(Request::TxRead { key: key.into(), client, time_ns }, self.op_timeout).await? {
+            Response::TxReadOk { value } => Ok(value),
+            other => unreachable!("call checks the answer's type: {other:?}"),
+        }
+    }
+
+    async fn write_and_commit(&mut self, key: &str, client: u64, value: i64, time_ns: u64) -> Result<(), LockError> {
+        self.call(Request::TxWriteCommit { key: key.into(), value, client, time_ns }, self.op_timeout).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests;
