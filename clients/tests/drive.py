@@ -159,6 +159,8 @@ def main():
         if "session" in caps:
             r = a.ask("session_lost", key=key)
             expect(r, "session_lost_ok", "A asks about its session") and check(r["lost"] is True, "A's session is lost")
+        if "renew" in caps:
+            expect(a.ask("renew", key=key), "fail", "A's renew after expiry fails")
         if tx:
             expect(a.ask("tx_write_commit", key=key, value=-1, client=1, time_ns=time.time_ns()), "fail",
                    "A's commit after the idle-in-transaction timeout fails")
