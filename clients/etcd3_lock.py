@@ -1,7 +1,8 @@
 """python-etcd3's lock, etcd3.Lock (python3-etcd3 0.12.0), as client.lock(name, ttl=ttl_s) gives
 it: each try grants a lease of ttl_s and puts /locks/<name> = uuid under it in a transaction
-that requires the key absent; a waiter watches the key until timeout. The lease is never kept
-alive on its own: the lock lapses ttl_s after its grant unless renewed (Lock.refresh()).
+that requires the key absent (a waiter would watch the key between tries, but see acquire()).
+The lease is never kept alive on its own: the lock lapses ttl_s after its grant unless renewed
+(Lock.refresh()).
 Release deletes the key if its value is still our uuid.
 
 Token: the lock key's create_revision, read with client.get(lock.key) right after acquiring,
@@ -11,8 +12,8 @@ higher one (the two are equal here, as nothing modifies the key after its creati
 validity_ms = the granted lease TTL minus the time since the successful try's grant was sent.
 
 Backend: etcd. Reads config.endpoints[0] (python-etcd3 talks to one endpoint; with
-lock.one_member_each there is one); lock.ttl_ms (rounded up to whole seconds; etcd may raise
-it to its minimum, and the granted TTL is the one used).
+lock.one_member_each there is one); lock.retry_ms; lock.ttl_ms (rounded up to whole seconds;
+etcd may raise it to its minimum, and the granted TTL is the one used).
 Capabilities: renew (Lock.refresh(): one LeaseKeepAlive; TTL <= 0 means the lease is gone),
 session (the lease's remaining TTL from LeaseTimeToLive: -1 once it expired or was revoked).
 """
@@ -29,6 +30,7 @@ class Client:
     def __init__(self, req):
         ep = req["config"]["endpoints"][0]
         self.ttl_s = ttl_seconds(req["lock"])
+        self.retry_s = int(req["lock"].get("retry_ms", 50)) / 1000
         self.etcd = etcd3.client(host=ep["host"], port=int(ep.get("port", 2379)), timeout=OP_TIMEOUT_S)
         self.lock = None
         # Lock.acquire() grants a new lease on each try; note when the last grant went out.
@@ -42,13 +44,24 @@ class Client:
         self.etcd.lease = timed_lease
 
     def acquire(self, req):
+        # Lock.acquire(timeout=t) cannot wait with Debian bookworm's tenacity 8.2.1: when the
+        # first try finds the key taken, tenacity calls the lock's wait(previous_attempt_number,
+        # delay_since_first_attempt) with one argument (retry_state) and the call raises
+        # TypeError (kragniz/python-etcd3 issue #2149). acquire(timeout=0) makes one try and
+        # returns False without reaching that wait, so this polls it every lock.retry_ms
+        # instead of the library's watch on the key.
         lock = self.etcd.lock(req["key"], ttl=self.ttl_s)
-        try:
-            got = lock.acquire(timeout=req["timeout_ms"] / 1000)
-        except etcd3.exceptions.Etcd3Exception as e:  # a lease or the transaction may have gone through
-            raise Info(f"Lock.acquire: {type(e).__name__}: {e}") from e
-        if not got:
-            raise Fail(f"lock held by another client for {req['timeout_ms']} ms")
+        deadline = time.monotonic() + req["timeout_ms"] / 1000
+        while True:
+            try:
+                got = lock.acquire(timeout=0)
+            except etcd3.exceptions.Etcd3Exception as e:  # a lease or the transaction may have gone through
+                raise Info(f"Lock.acquire: {type(e).__name__}: {e}") from e
+            if got:
+                break
+            if time.monotonic() + self.retry_s > deadline:
+                raise Fail(f"lock held by another client for {req['timeout_ms']} ms")
+            time.sleep(self.retry_s)
         validity = max(0, lock.lease.ttl * 1000 - ms_since(self.grant_sent))
         self.lock = lock
         token = None
