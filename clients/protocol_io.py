@@ -43,12 +43,12 @@ def ttl_seconds(lock):
 
 
 @contextmanager
-def deadline(seconds, what="request"):
+def deadline(seconds):
     """Raises TimeoutError in the main thread when the block runs longer than `seconds`
     (for libraries whose blocking calls have no timeout of their own)."""
 
     def expired(_signum, _frame):
-        raise TimeoutError(f"{what}: no answer within {seconds}s")
+        raise TimeoutError(f"no answer within {seconds}s")
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
