@@ -9,12 +9,13 @@ idle holder's transaction (and lock) after ttl_ms: validity_ms = ttl_ms minus th
 last query time. No fencing token (token null).
 
 Outcomes: a statement the server answered with an error (a SQLSTATE) certainly did not take
-effect: `fail`; a write whose COMMIT was never sent cannot have committed: `fail`; a statement
-sent without an answer (connection lost, or no answer within OP_TIMEOUT_S) is `info`, and the
-connection is dropped (its transaction ends with it). A session the server ended while we were
-idle (the idle-in-transaction timeout) is seen before sending: `fail`. release after the commit,
-or after the transaction ended with its connection -> release_ok (nothing left to hold); with the
-transaction still open -> ROLLBACK.
+effect: `fail`. A statement sent without an answer (connection lost, or no answer within
+OP_TIMEOUT_S) drops the connection, which ends the transaction: `info` for the acquire's query
+and for COMMIT, but `fail` for tx_read and for the write before COMMIT, neither of which can
+ever commit then. A session the server ended while we were idle (the idle-in-transaction
+timeout) is seen before sending: `fail`. release after the commit, or after the transaction
+ended with its connection -> release_ok (nothing left to hold); with the transaction still
+open -> ROLLBACK.
 
 Backends: postgres-xact, postgres-xact-pooler, postgres-xact-replicated. Reads config.dsn;
 lock.ttl_ms, lock.retry_ms. Capabilities: transactional.
@@ -111,9 +112,10 @@ class Client:
 
     def tx_read(self, req):
         self.in_tx(req)
-        # Its log row commits only with the transaction: a lost answer is still `info`.
+        # Its log row lasts only if the transaction commits, which after any error (the
+        # connection closed) it cannot: a read without an answer certainly left no record.
         params = {"key": req["key"], "client": req["client"], "time_ns": req["time_ns"]}
-        return {"type": "tx_read_ok", "value": self.run(TX_READ, params).fetchone()[0]}
+        return {"type": "tx_read_ok", "value": self.run(TX_READ, params, lost="fail").fetchone()[0]}
 
     def tx_write_commit(self, req):
         self.in_tx(req)

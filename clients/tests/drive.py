@@ -175,6 +175,9 @@ def main():
         subprocess.run(["docker", "pause", container], check=True)
         r = b.ask("acquire", key=key, timeout_ms=1000)
         check(r.get("type") in ("fail", "info"), f"B's acquire during the pause is not ok (got {r.get('type')})")
+        if tx:
+            expect(a.ask("tx_read", key=key, client=1, time_ns=time.time_ns()), "fail",
+                   "A's read during the pause gets no answer: fail (it cannot commit now)")
         time.sleep(float(seconds))
         if "session" in caps:
             r = a.ask("session_lost", key=key)
