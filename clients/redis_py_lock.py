@@ -1,0 +1,106 @@
+"""redis-py's own lock, redis.lock.Lock (python3-redis 4.3.4), as an application gets it from
+client.lock(name, timeout=ttl, blocking_timeout=..., sleep=...): SET NX PX with a uuid1 token,
+polled every `sleep` seconds; release, extend and reacquire are Lua scripts that check the token.
+No fencing token (token null); validity_ms = the PX the lock sent minus the time its
+successful SET took.
+
+Backend: redis-single. Reads config.host, config.port; lock.ttl_ms, lock.retry_ms.
+Capabilities: renew (Lock.reacquire()).
+"""
+import time
+
+import redis
+from redis.exceptions import LockError, LockNotOwnedError
+
+from protocol_io import Fail, Info, log, ms_since, serve
+
+OP_TIMEOUT_S = 1.5  # one command's socket timeout; past it the outcome is unknown (info)
+
+
+class Client:
+    def __init__(self, req):
+        cfg, lock = req["config"], req["lock"]
+        self.ttl_s = int(lock.get("ttl_ms", 2000)) / 1000
+        self.retry_s = int(lock.get("retry_ms", 50)) / 1000
+        self.r = redis.Redis(host=cfg["host"], port=int(cfg.get("port", 6379)), socket_timeout=OP_TIMEOUT_S,
+                             socket_connect_timeout=OP_TIMEOUT_S, single_connection_client=True)
+        self.lock = None  # the redis.lock.Lock we hold (or believe we hold)
+
+    def connected(self):
+        """Connects if need be: an error here means nothing was sent."""
+        try:
+            self.r.connection.connect()
+        except redis.RedisError as e:
+            raise Fail(f"cannot connect: {e}") from e
+
+    def acquire(self, req):
+        lock = self.r.lock(req["key"], timeout=self.ttl_s, sleep=self.retry_s, blocking_timeout=req["timeout_ms"] / 1000)
+        # Lock.acquire() does not say when its successful SET went out: time each do_acquire.
+        last_try = [0.0]
+
+        def timed_do_acquire(token, _inner=lock.do_acquire):
+            last_try[0] = time.monotonic()
+            return _inner(token)
+
+        lock.do_acquire = timed_do_acquire
+        self.connected()
+        try:
+            got = lock.acquire()
+        except redis.ResponseError as e:
+            raise Fail(f"SET refused: {e}") from e
+        except redis.RedisError as e:
+            raise Info(f"Lock.acquire: {e}") from e
+        if not got:
+            raise Fail(f"lock held by another client for {req['timeout_ms']} ms")
+        self.lock = lock
+        px = int(lock.timeout * 1000)  # what do_acquire sent as PX
+        return {"type": "acquire_ok", "token": None, "validity_ms": max(0, px - ms_since(last_try[0]))}
+
+    def held(self, key):
+        if self.lock is None or self.lock.name != key:
+            raise Fail("this client does not hold the lock")
+        return self.lock
+
+    def renew(self, req):
+        # reacquire() rather than extend(): reacquire resets the key's TTL to the lock's own
+        # timeout (PEXPIRE ttl when the token is still ours), which is what a renewal of a
+        # ttl_ms lease means. extend(t) adds t to what is left (the TTL would grow past ttl_ms);
+        # extend(t, replace_ttl=True) would do the same as reacquire, with one more argument.
+        lock = self.held(req["key"])
+        self.connected()
+        sent = time.monotonic()
+        try:
+            lock.reacquire()
+        except LockNotOwnedError as e:
+            raise Fail(f"reacquire: {e}") from e
+        except redis.ResponseError as e:
+            raise Fail(f"reacquire refused: {e}") from e
+        except redis.RedisError as e:
+            raise Info(f"reacquire: {e}") from e
+        return {"type": "renew_ok", "validity_ms": max(0, int(lock.timeout * 1000) - ms_since(sent))}
+
+    def release(self, req):
+        lock = self.held(req["key"])
+        self.lock = None
+        self.connected()
+        try:
+            lock.release()
+        except LockNotOwnedError as e:  # the script found another token, or none: expired
+            raise Fail(f"release: {e}") from e
+        except LockError as e:  # "Cannot release an unlocked lock": nothing sent
+            raise Fail(f"release: {e}") from e
+        except redis.ResponseError as e:
+            raise Fail(f"release refused: {e}") from e
+        except redis.RedisError as e:
+            raise Info(f"release: {e}") from e
+        return {"type": "release_ok"}
+
+
+def init(req):
+    c = Client(req)
+    log(f"redis_py_lock: {req['client']} -> {req['config'].get('host')}:{req['config'].get('port')}")
+    return ["renew"], {"acquire": c.acquire, "release": c.release, "renew": c.renew}
+
+
+if __name__ == "__main__":
+    serve(init)
