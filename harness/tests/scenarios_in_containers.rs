@@ -156,6 +156,8 @@ const CASES: &[Case] = &[
             )
         },
     },
+    // The article's redis-py snippet as a client program: the lost update from the article's code.
+    Case { scenario: "redis-article-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates_cleanly },
     Case { scenario: "redis-single-partition", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates_cleanly },
     Case { scenario: "etcd-partition-fenced", secs: 14, disturb: Disturb::Nothing, exit: 0, check: stale_write_rejected },
     Case { scenario: "etcd-pause-fenced-postgres-table", secs: 12, disturb: Disturb::Nothing, exit: 0, check: stale_write_rejected },

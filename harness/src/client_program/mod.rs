@@ -115,6 +115,7 @@ impl ProgramClient {
             backend: spec.backend.clone(),
             config: spec.config.clone(),
             lock: spec.lock.clone(),
+            op_timeout_ms: op_timeout.as_millis() as u64,
         };
         let capabilities = match client.call(init, INIT_WAIT).await {
             Ok(Response::InitOk { capabilities }) => capabilities,

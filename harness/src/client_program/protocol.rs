@@ -9,7 +9,7 @@ use serde_json::Value;
 #[derive(Serialize, Debug, Clone)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Request {
-    Init { client: String, process: u64, backend: String, config: Value, lock: Value },
+    Init { client: String, process: u64, backend: String, config: Value, lock: Value, op_timeout_ms: u64 },
     Acquire { key: String, timeout_ms: u64 },
     Release { key: String },
     Renew { key: String },

@@ -2,10 +2,12 @@
 //! worker's neighbour here, so a scripted stand-in plays it.
 
 use super::*;
+use crate::lock_backends::{ClientConfig, LockParams};
 use crate::resource::server::serve_on;
-use crate::resource::ResourceMode;
+use crate::resource::{ResourceMode, ResourceParams};
 use checker::Event;
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 
 /// Answers acquire, release and renew from a script, then grants everything.
 #[derive(Default)]
@@ -45,6 +47,7 @@ fn config(dir: &std::path::Path, resource: SocketAddr, run_ms: u64) -> WorkerCon
         resource_params: ResourceParams::default(),
         events: dir.join("client-3.jsonl"),
         seed: 1,
+        program: None,
     }
 }
 
@@ -249,4 +252,31 @@ async fn renewals_run_during_the_work_and_a_failed_one_stops_the_write_only_when
         let gap_ms = (evs[6].time - evs[4].time) / 1_000_000;
         assert!((15..60).contains(&gap_ms), "renewals {gap_ms} ms apart");
     }
+}
+
+/// A client whose program exits while releasing.
+struct ExitsOnRelease;
+
+#[async_trait::async_trait]
+impl LockClient for ExitsOnRelease {
+    async fn acquire(&mut self, _key: &str, _timeout: Duration) -> Result<Grant, LockError> {
+        Ok(grant(None))
+    }
+    async fn release(&mut self, _key: &str, _grant: &Grant) -> Result<(), LockError> {
+        Err(LockError::Gone(crate::lock_backends::ClientGone::Exited("client program `x` exited".into())))
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_is_gone_leaves_its_operation_info_and_stops_the_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start_resource(dir.path()).await;
+    let cfg = config(dir.path(), addr, 5000);
+    let err = run_with(&cfg, Box::new(ExitsOnRelease), Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap_err();
+    assert!(matches!(err.downcast_ref(), Some(crate::lock_backends::ClientGone::Exited(_))), "{err:#}");
+    let evs = events(&cfg.events);
+    assert_eq!(
+        shape(&evs),
+        ["invoke acquire", "ok acquire", "invoke read", "ok read", "invoke write", "ok write", "invoke release", "info release"]
+    );
 }
