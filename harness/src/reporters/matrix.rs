@@ -117,7 +117,9 @@ pub fn column(s: &Scenario) -> String {
     }
 }
 
-/// The matrix row: the backend, and the resource when it is not the unfenced ledger.
+/// The matrix row: the backend, and the resource when it is not the unfenced ledger, the
+/// server's persistence, and the client when it is not the built-in one (a client program, or
+/// etcd 3.4's Mutex).
 pub fn row(s: &Scenario) -> String {
     let resource = match (s.resource.kind, s.resource.mode) {
         (ResourceKind::Ledger, ResourceMode::Unfenced) => None,
@@ -126,12 +128,20 @@ pub fn row(s: &Scenario) -> String {
         (ResourceKind::Postgres, ResourceMode::Unfenced) => Some("Postgres table"),
     };
     let persistence = (s.server.persistence == Persistence::Appendonly).then_some("appendonly");
-    let extras: Vec<&str> = [resource, persistence].into_iter().flatten().collect();
+    let mutex = (!s.lock.check_key_after_wait).then_some("etcd 3.4 Mutex");
+    let program = s.client.command.as_deref().map(program_name);
+    let extras: Vec<&str> = [resource, persistence, mutex, program.as_deref()].into_iter().flatten().collect();
     if extras.is_empty() {
         s.backend.name().to_string()
     } else {
         format!("{}, {}", s.backend.name(), extras.join(", "))
     }
+}
+
+/// A client program as a row names it: its file (`client redis_article.py`), else its command.
+fn program_name(command: &[String]) -> String {
+    let file = command.iter().rev().find(|word| word.contains('/')).and_then(|path| path.rsplit('/').next());
+    format!("client {}", file.map_or_else(|| command.join(" "), str::to_string))
 }
 
 #[cfg(test)]
@@ -150,6 +160,8 @@ mod tests {
             ("redis-single-restart-persistence", "redis-single, appendonly", "kill"),
             ("postgres-session-external-resource-kill", "postgres-session", "pause + kill-session"),
             ("redis-single-partition", "redis-single", "partition"),
+            ("redis-article-pause", "redis-single, client redis_article.py", "pause"),
+            ("etcd-pause-unfenced-jepsen-members", "etcd, etcd 3.4 Mutex", "pause"),
         ];
         for (name, want_row, want_column) in cases {
             let s = crate::scenario::load_file(&dir.join(format!("{name}.toml"))).unwrap().scenario;
