@@ -1,26 +1,37 @@
-//! The protocol's cases against real programs: a small Python script that answers each request
-//! with the next entry of its script (an object: that answer with the request's id unless it
-//! names one; a string: that raw line; {"exit": N}: exit; {"sleep_ms": N, ...}: answer late).
+//! The protocol's cases against real programs: a small shell script (so the tests need
+//! nothing beyond a POSIX shell) that answers the n-th request with its n-th argument: a line
+//! in which `ID` becomes the request's id, `exit:N` (exit with N), `sleep:S:LINE` (answer LINE
+//! after S seconds), or, past the last argument, `{"id":ID,"type":"<request type>_ok"}`.
 
 use super::*;
 
 const SCRIPTED: &str = r#"
-import json, sys, time
-script = json.loads(sys.argv[1])
-for n, line in enumerate(sys.stdin):
-    req = json.loads(line)
-    step = script[n] if n < len(script) else {"type": req["type"] + "_ok"}
-    if isinstance(step, str):
-        print(step, flush=True); continue
-    if "exit" in step:
-        sys.exit(step["exit"])
-    time.sleep(step.pop("sleep_ms", 0) / 1000)
-    print(json.dumps({"id": req["id"], **step}), flush=True)
+n=0
+while IFS= read -r request; do
+  n=$((n + 1))
+  id=$(printf '%s\n' "$request" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  kind=$(printf '%s\n' "$request" | sed -n 's/.*"type":"\([a-z_]*\)".*/\1/p')
+  if [ "$n" -le "$#" ]; then eval "step=\${$n}"; else step="{\"id\":ID,\"type\":\"${kind}_ok\"}"; fi
+  case "$step" in
+    exit:*) exit "${step#exit:}" ;;
+    sleep:*) rest=${step#sleep:}; sleep "${rest%%:*}"; step=${rest#*:} ;;
+  esac
+  printf '%s\n' "$step" | sed "s/ID/$id/g"
+done
 "#;
 
-fn spec(script: serde_json::Value, needs: Vec<Capability>) -> ProgramSpec {
+const INIT_OK: &str = r#"{"id":ID,"type":"init_ok"}"#;
+
+/// The script's arguments: answers as JSON (with `ID` for the id) or the special steps.
+fn steps(answers: &[&str]) -> Vec<String> {
+    answers.iter().map(|a| a.to_string()).collect()
+}
+
+fn spec(script: Vec<String>, needs: Vec<Capability>) -> ProgramSpec {
+    let mut command = vec!["sh".into(), "-c".into(), SCRIPTED.into(), "scripted".into()];
+    command.extend(script);
     ProgramSpec {
-        command: vec!["python3".into(), "-c".into(), SCRIPTED.into(), script.to_string()],
+        command,
         dir: std::env::temp_dir(),
         as_nobody: false,
         client: "client-1".into(),
@@ -31,7 +42,7 @@ fn spec(script: serde_json::Value, needs: Vec<Capability>) -> ProgramSpec {
     }
 }
 
-async fn start(script: serde_json::Value, needs: Vec<Capability>) -> Result<ProgramClient, ClientGone> {
+async fn start(script: Vec<String>, needs: Vec<Capability>) -> Result<ProgramClient, ClientGone> {
     ProgramClient::start(&spec(script, needs), 1, Duration::from_millis(1500), Duration::from_millis(2000)).await
 }
 
@@ -48,14 +59,14 @@ fn unusable(result: Result<impl std::fmt::Debug, LockError>) -> String {
 
 #[tokio::test]
 async fn answers_become_grants_refusals_and_unknowns() {
-    let script = serde_json::json!([
-        {"type": "init_ok", "capabilities": ["renew"]},
-        {"type": "acquire_ok", "token": 34, "validity_ms": 1999},
-        {"type": "renew_ok", "validity_ms": 2000},
-        {"type": "release_ok"},
-        {"type": "acquire_ok", "token": null},
-        {"type": "fail", "error": "held by another"},
-        {"type": "info", "error": "connection reset"},
+    let script = steps(&[
+        r#"{"id":ID,"type":"init_ok","capabilities":["renew"]}"#,
+        r#"{"id":ID,"type":"acquire_ok","token":34,"validity_ms":1999}"#,
+        r#"{"id":ID,"type":"renew_ok","validity_ms":2000}"#,
+        r#"{"id":ID,"type":"release_ok"}"#,
+        r#"{"id":ID,"type":"acquire_ok","token":null}"#,
+        r#"{"id":ID,"type":"fail","error":"held by another"}"#,
+        r#"{"id":ID,"type":"info","error":"connection reset"}"#,
     ]);
     let mut c = start(script, vec![Capability::Renew]).await.unwrap();
     let g = c.acquire("ledger", Duration::from_secs(1)).await.unwrap();
@@ -74,33 +85,33 @@ async fn answers_become_grants_refusals_and_unknowns() {
 
 #[tokio::test]
 async fn a_line_that_is_not_json_is_unusable_naming_the_command_and_the_line() {
-    let mut c = start(serde_json::json!([{"type": "init_ok"}, "granted!"]), vec![]).await.unwrap();
+    let mut c = start(steps(&[INIT_OK, "granted!"]), vec![]).await.unwrap();
     let why = unusable(c.acquire("ledger", Duration::from_secs(1)).await);
-    assert!(why.starts_with("client program `python3 -c ") && why.contains("answered `granted!`, which is not JSON"), "{why}");
+    assert!(why.starts_with("client program `sh -c ") && why.contains("answered `granted!`, which is not JSON"), "{why}");
 }
 
 #[tokio::test]
 async fn an_unknown_type_is_unusable() {
-    let mut c = start(serde_json::json!([{"type": "init_ok"}, {"type": "granted"}]), vec![]).await.unwrap();
+    let mut c = start(steps(&[INIT_OK, r#"{"id":ID,"type":"granted"}"#]), vec![]).await.unwrap();
     assert!(unusable(c.acquire("ledger", Duration::from_secs(1)).await).contains("unknown `type` \"granted\""));
 }
 
 #[tokio::test]
 async fn an_answer_to_an_id_not_asked_is_unusable() {
-    let mut c = start(serde_json::json!([{"type": "init_ok"}, {"id": 7, "type": "acquire_ok", "token": 1}]), vec![]).await.unwrap();
+    let mut c = start(steps(&[INIT_OK, r#"{"id":7,"type":"acquire_ok","token":1}"#]), vec![]).await.unwrap();
     assert!(unusable(c.acquire("ledger", Duration::from_secs(1)).await).contains("answered id 7, but request 1 was the one open"));
 }
 
 #[tokio::test]
 async fn an_answer_of_the_wrong_type_is_unusable() {
-    let mut c = start(serde_json::json!([{"type": "init_ok"}, {"type": "release_ok"}]), vec![]).await.unwrap();
+    let mut c = start(steps(&[INIT_OK, r#"{"id":ID,"type":"release_ok"}"#]), vec![]).await.unwrap();
     assert!(unusable(c.acquire("ledger", Duration::from_secs(1)).await).contains("answered request 1 (acquire) with `release_ok`"));
 }
 
 #[tokio::test]
 async fn a_missing_capability_is_unusable_at_init_naming_what_needs_it() {
     let Err(ClientGone::Unusable(why)) =
-        start(serde_json::json!([{"type": "init_ok", "capabilities": ["session"]}]), vec![Capability::Renew]).await
+        start(steps(&[r#"{"id":ID,"type":"init_ok","capabilities":["session"]}"#]), vec![Capability::Renew]).await
     else {
         panic!("expected Unusable")
     };
@@ -109,7 +120,7 @@ async fn a_missing_capability_is_unusable_at_init_naming_what_needs_it() {
 
 #[tokio::test]
 async fn a_program_that_cannot_start_is_unusable_naming_the_command() {
-    let mut s = spec(serde_json::json!([]), vec![]);
+    let mut s = spec(vec![], vec![]);
     s.command = vec!["clients/no-such-program".into(), "--flag".into()];
     let Err(ClientGone::Unusable(why)) = ProgramClient::start(&s, 1, Duration::from_secs(1), Duration::from_secs(2)).await else {
         panic!("expected Unusable")
@@ -119,7 +130,7 @@ async fn a_program_that_cannot_start_is_unusable_naming_the_command() {
 
 #[tokio::test]
 async fn a_program_that_exits_leaves_its_open_operation_to_a_new_process() {
-    let mut c = start(serde_json::json!([{"type": "init_ok"}, {"exit": 3}]), vec![]).await.unwrap();
+    let mut c = start(steps(&[INIT_OK, "exit:3"]), vec![]).await.unwrap();
     match c.acquire("ledger", Duration::from_secs(1)).await {
         Err(LockError::Gone(ClientGone::Exited(why))) => assert!(why.contains("request 1 open") && why.contains("exit status: 3"), "{why}"),
         other => panic!("expected Exited, got {other:?}"),
@@ -130,7 +141,7 @@ async fn a_program_that_exits_leaves_its_open_operation_to_a_new_process() {
 
 #[tokio::test]
 async fn no_answer_in_time_is_unknown_and_the_late_answer_is_skipped() {
-    let script = serde_json::json!([{"type": "init_ok"}, {"type": "acquire_ok", "token": 1, "sleep_ms": 2500}, {"type": "release_ok"}]);
+    let script = steps(&[INIT_OK, r#"sleep:2.5:{"id":ID,"type":"acquire_ok","token":1}"#, r#"{"id":ID,"type":"release_ok"}"#]);
     let mut c = start(script, vec![]).await.unwrap();
     // The acquire may take its timeout (0 here) plus op_timeout (1.5 s).
     assert!(matches!(c.acquire("ledger", Duration::ZERO).await, Err(LockError::Unknown(e)) if e.contains("no answer to request 1")));
