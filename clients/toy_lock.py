@@ -59,14 +59,15 @@ for line in sys.stdin:
     try:
         if kind == "init":
             ttl_ms, retry_ms = req["lock"]["ttl_ms"], req["lock"]["retry_ms"]
+            # Connect at the first request, not here: init must not need the backend.
             addr = (req["config"]["host"], req["config"]["port"])
-            redis = Redis(*addr, timeout=2)
             if "--tamper" in args:
                 tamper()
             if "--ticker" in args:
                 subprocess.Popen(["sh", "-c", "while :; do echo tick $(date +%s%N) >&2; sleep 0.1; done"])
             answer(req, type="init_ok", capabilities=[])
         elif kind == "acquire":
+            redis = redis or Redis(*addr, timeout=2)
             deadline = time.monotonic() + req["timeout_ms"] / 1000
             token = os.urandom(8).hex()
             while True:
@@ -79,6 +80,7 @@ for line in sys.stdin:
                     break
                 time.sleep(retry_ms / 1000)
         elif kind == "release":
+            redis = redis or Redis(*addr, timeout=2)
             gone = redis.call("EVAL", RELEASE, 1, req["key"], token) == 1
             answer(req, type="release_ok") if gone else answer(req, type="fail", error="not ours any more")
         else:
@@ -86,7 +88,4 @@ for line in sys.stdin:
     except (OSError, RuntimeError) as e:
         # Sent or not, we cannot tell: unknown. Reconnect for the next request.
         answer(req, type="info", error=str(e))
-        try:
-            redis = Redis(*addr, timeout=2)
-        except OSError:
-            pass
+        redis = None

@@ -231,14 +231,18 @@ async fn critical_section(
         true => held.known_lost(lock).await,
         false => Ok(false),
     };
-    if let Err(gone) = &lost {
-        rec.record(EventType::Info, "write", |e| {
-            e.token = grant.token;
-            e.value = new_value.into();
-            e.error = Some(gone.to_string());
-        })?;
-    }
-    if lost? {
+    let lost = match lost {
+        Ok(lost) => lost,
+        Err(gone) => {
+            rec.record(EventType::Info, "write", |e| {
+                e.token = grant.token;
+                e.value = new_value.into();
+                e.error = Some(gone.to_string());
+            })?;
+            return Err(gone.into());
+        }
+    };
+    if lost {
         return rec.record(EventType::Fail, "write", |e| {
             e.token = grant.token;
             e.value = new_value.into();
@@ -270,14 +274,17 @@ async fn check_still_valid(
 ) -> anyhow::Result<bool> {
     rec.record(EventType::Invoke, "check", |e| e.token = grant.token)?;
     let left = held.valid_until.saturating_duration_since(Instant::now());
-    let lost = held.known_lost(lock).await;
-    if let Err(gone) = &lost {
-        rec.record(EventType::Info, "check", |e| {
-            e.token = grant.token;
-            e.error = Some(gone.to_string());
-        })?;
-    }
-    if left.is_zero() || lost? {
+    let lost = match held.known_lost(lock).await {
+        Ok(lost) => lost,
+        Err(gone) => {
+            rec.record(EventType::Info, "check", |e| {
+                e.token = grant.token;
+                e.error = Some(gone.to_string());
+            })?;
+            return Err(gone.into());
+        }
+    };
+    if left.is_zero() || lost {
         rec.record(EventType::Fail, "check", |e| {
             e.token = grant.token;
             e.error = Some("lock no longer valid; write not sent".into());

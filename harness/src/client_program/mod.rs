@@ -7,9 +7,11 @@
 //! run ends unknown. One that exits is `ClientGone::Exited`: its open operation is `info` and
 //! the run starts the client again as a new process.
 
+mod lines;
 mod protocol;
 
 use crate::lock_backends::{ClientGone, Grant, LockClient, LockError, TxResource};
+use lines::{Line, Lines};
 pub use protocol::Capability;
 use protocol::{Request, Response};
 use serde::{Deserialize, Serialize};
@@ -18,7 +20,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// The `[client]` table of a scenario.
@@ -60,7 +62,7 @@ pub struct ProgramClient {
     shown: String,
     child: Child,
     stdin: ChildStdin,
-    answers: Lines<BufReader<ChildStdout>>,
+    answers: Lines<ChildStdout>,
     next_id: u64,
     /// Requests given up on (no answer in time): their late answers are skipped.
     given_up: BTreeSet<u64>,
@@ -96,7 +98,7 @@ impl ProgramClient {
             .spawn()
             .map_err(|e| ClientGone::Unusable(format!("cannot start client program `{shown}` in {}: {e}", spec.dir.display())))?;
         let stdin = child.stdin.take().expect("piped stdin");
-        let answers = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let answers = Lines::new(child.stdout.take().expect("piped stdout"));
         let mut client = ProgramClient {
             shown,
             child,
@@ -131,6 +133,11 @@ impl ProgramClient {
                 .unusable(format!("does not offer `{name}` (init_ok's capabilities: {capabilities:?}), which {}", why_needed(*missing))));
         }
         client.capabilities = capabilities;
+        // Transactional only where the backend keeps the counter in the lock's transaction:
+        // elsewhere the worker must write the ledger, whatever the program offers.
+        if !spec.needs.contains(&Capability::Transactional) {
+            client.capabilities.retain(|c| *c != Capability::Transactional);
+        }
         Ok(client)
     }
 
@@ -151,19 +158,29 @@ impl ProgramClient {
         }
         let id = self.next_id;
         self.next_id += 1;
-        if let Err(e) = self.send(&request.line(id)).await {
-            return Err(LockError::Gone(self.exited(&format!("could not be sent request {id} ({e})")).await));
+        match tokio::time::timeout(self.op_timeout.max(INIT_WAIT), self.send(&request.line(id))).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(LockError::Gone(self.exited(&format!("could not be sent request {id} ({e})")).await)),
+            // Its input pipe is full: it has stopped reading requests.
+            Err(_) => return Err(LockError::Gone(self.unusable(format!("did not read request {id} (its input is full)")))),
         }
         let deadline = Instant::now() + wait;
         loop {
-            let line = match tokio::time::timeout_at(deadline.into(), self.answers.next_line()).await {
+            let line = match tokio::time::timeout_at(deadline.into(), self.answers.next()).await {
                 Err(_) => {
                     self.given_up.insert(id);
                     return Err(LockError::Unknown(format!("no answer to request {id} within {} ms", wait.as_millis())));
                 }
-                Ok(Ok(Some(line))) => line,
-                Ok(Ok(None)) => return Err(LockError::Gone(self.exited(&format!("closed its output with request {id} open")).await)),
-                Ok(Err(e)) => return Err(LockError::Gone(self.unusable(format!("wrote output that is not UTF-8 lines ({e})")))),
+                Ok(Ok(Line::Complete(line))) => line,
+                Ok(Ok(Line::Closed { partial })) => {
+                    let how = if partial { "closed its output in the middle of a line" } else { "closed its output" };
+                    return Err(LockError::Gone(self.exited(&format!("{how} with request {id} open")).await));
+                }
+                Ok(Ok(Line::TooLong)) => {
+                    return Err(LockError::Gone(self.unusable(format!("wrote a line longer than {} bytes", lines::MAX_LINE))))
+                }
+                Ok(Ok(Line::NotUtf8)) => return Err(LockError::Gone(self.unusable("wrote a line that is not UTF-8".into()))),
+                Ok(Err(e)) => return Err(LockError::Gone(self.exited(&format!("could not be read ({e}) with request {id} open")).await)),
             };
             let (answered, response) = protocol::parse(&line).map_err(|e| LockError::Gone(self.unusable(e)))?;
             if answered != id {

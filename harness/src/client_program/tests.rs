@@ -1,7 +1,8 @@
 //! The protocol's cases against real programs: a small shell script (so the tests need
 //! nothing beyond a POSIX shell) that answers the n-th request with its n-th argument: a line
-//! in which `ID` becomes the request's id, `exit:N` (exit with N), `sleep:S:LINE` (answer LINE
-//! after S seconds), or, past the last argument, `{"id":ID,"type":"<request type>_ok"}`.
+//! in which `ID` becomes the request's id, `exit:N` (exit with N), `partial:TEXT` (write TEXT
+//! with no newline and exit), `sleep:S:LINE` (answer LINE after S seconds), or, past the last
+//! argument, `{"id":ID,"type":"<request type>_ok"}`.
 
 use super::*;
 
@@ -14,6 +15,7 @@ while IFS= read -r request; do
   if [ "$n" -le "$#" ]; then eval "step=\${$n}"; else step="{\"id\":ID,\"type\":\"${kind}_ok\"}"; fi
   case "$step" in
     exit:*) exit "${step#exit:}" ;;
+    partial:*) printf '%s' "${step#partial:}"; exit 9 ;;
     sleep:*) rest=${step#sleep:}; sleep "${rest%%:*}"; step=${rest#*:} ;;
   esac
   printf '%s\n' "$step" | sed "s/ID/$id/g"
@@ -146,4 +148,22 @@ async fn no_answer_in_time_is_unknown_and_the_late_answer_is_skipped() {
     // The acquire may take its timeout (0 here) plus op_timeout (1.5 s).
     assert!(matches!(c.acquire("ledger", Duration::ZERO).await, Err(LockError::Unknown(e)) if e.contains("no answer to request 1")));
     c.release("ledger", &grant()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_program_that_dies_mid_answer_exited_rather_than_broke_the_protocol() {
+    let mut c = start(steps(&[INIT_OK, r#"partial:{"id":1,"ty"#]), vec![]).await.unwrap();
+    match c.acquire("ledger", Duration::from_secs(1)).await {
+        Err(LockError::Gone(ClientGone::Exited(why))) => assert!(why.contains("in the middle of a line"), "{why}"),
+        other => panic!("expected Exited, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn transactional_is_used_only_where_the_backend_needs_it() {
+    let offers = r#"{"id":ID,"type":"init_ok","capabilities":["transactional"]}"#;
+    let mut elsewhere = start(steps(&[offers]), vec![]).await.unwrap();
+    assert!(elsewhere.transactional_resource().is_none());
+    let mut xact = start(steps(&[offers]), vec![Capability::Transactional]).await.unwrap();
+    assert!(xact.transactional_resource().is_some());
 }

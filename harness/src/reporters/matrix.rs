@@ -128,7 +128,8 @@ pub fn row(s: &Scenario) -> String {
         (ResourceKind::Postgres, ResourceMode::Unfenced) => Some("Postgres table"),
     };
     let persistence = (s.server.persistence == Persistence::Appendonly).then_some("appendonly");
-    let mutex = (!s.lock.check_key_after_wait).then_some("etcd 3.4 Mutex");
+    // The built-in etcd client's setting; a client program is its own client.
+    let mutex = (!s.lock.check_key_after_wait && s.client.command.is_none()).then_some("etcd 3.4 Mutex");
     let program = s.client.command.as_deref().map(program_name);
     let extras: Vec<&str> = [resource, persistence, mutex, program.as_deref()].into_iter().flatten().collect();
     if extras.is_empty() {

@@ -68,8 +68,10 @@ impl<'a> Workers<'a> {
         let workers = self.ctx.dir.path.join("workers");
         let (file, events) = (workers.join(format!("{stem}.config.json")), workers.join(format!("{stem}.jsonl")));
         std::fs::write(&file, serde_json::to_vec_pretty(&config)?)?;
-        // Mounted as a file, so it must exist; root's alone to write (0644).
+        // Mounted as a file, so it must exist; root's alone to write, whatever the umask (a
+        // client program runs as nobody).
         std::fs::write(&events, b"")?;
+        std::fs::set_permissions(&events, std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
         self.cluster.start(worker_spec(self.ctx, &name, &file, &events)).await?;
         let mut state = self.state.lock().expect("workers lock");
         state.current.insert(k, (process, incarnation));

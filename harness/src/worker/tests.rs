@@ -280,3 +280,33 @@ async fn a_client_that_is_gone_leaves_its_operation_info_and_stops_the_worker() 
         ["invoke acquire", "ok acquire", "invoke read", "ok read", "invoke write", "ok write", "invoke release", "info release"]
     );
 }
+
+/// A client whose program turns out unusable when asked whether its session is lost.
+struct UnusableOnSessionCheck;
+
+#[async_trait::async_trait]
+impl LockClient for UnusableOnSessionCheck {
+    async fn acquire(&mut self, _key: &str, _timeout: Duration) -> Result<Grant, LockError> {
+        // Already run out: the check must still ask, and stop on the answer.
+        Ok(Grant { token: None, validity: Duration::ZERO, secret: String::new() })
+    }
+    async fn release(&mut self, _key: &str, _grant: &Grant) -> Result<(), LockError> {
+        Ok(())
+    }
+    async fn session_lost(&mut self) -> Result<bool, LockError> {
+        Err(LockError::Gone(crate::lock_backends::ClientGone::Unusable("client program `x` answered `?`".into())))
+    }
+}
+
+#[tokio::test]
+async fn a_client_gone_at_the_check_before_the_write_stops_the_worker_with_one_completion() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start_resource(dir.path()).await;
+    let mut cfg = config(dir.path(), addr, 5000);
+    cfg.workload.check_before_write = true;
+    let err = run_with(&cfg, Box::new(UnusableOnSessionCheck), Box::new(ResourceClient::new(addr, Duration::from_millis(500))))
+        .await
+        .unwrap_err();
+    assert!(matches!(err.downcast_ref(), Some(crate::lock_backends::ClientGone::Unusable(_))), "{err:#}");
+    assert_eq!(shape(&events(&cfg.events)), ["invoke acquire", "ok acquire", "invoke read", "ok read", "invoke check", "info check"]);
+}
