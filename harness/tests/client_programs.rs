@@ -26,10 +26,12 @@ fn project(clients: &[(&str, &str)], scenario: &str) -> (tempfile::TempDir, Path
     (dir, file)
 }
 
+/// Two clients of `command`; a TTL well past the tests' pauses, so a paused holder keeps its lock
+/// and the run stays safe.
 fn scenario(command: &str, extra: &str) -> String {
     format!(
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\nclients = 2\ntime_limit_secs = 10\n\
-         [client]\ncommand = {command}\n[lock]\nttl_ms = 2000\n[workload]\nwork_ms = 100\nthink_ms = 20\n{extra}"
+         [client]\ncommand = {command}\n[lock]\nttl_ms = 10000\nacquire_timeout_ms = 5000\n[workload]\nwork_ms = 100\nthink_ms = 20\n{extra}"
     )
 }
 
