@@ -85,6 +85,11 @@ impl Nemesis {
     }
 
     /// The planned faults that did not take effect, each naming its step and why.
+    /// A kill fault is on `member` now: its death is the fault's doing.
+    pub fn is_killing(&self, member: &str) -> bool {
+        self.active.iter().any(|a| a.injection.target == member && matches!(a.injection.fault, Fault::Kill(_)))
+    }
+
     pub fn not_applied(&self) -> &[String] {
         &self.not_applied
     }
@@ -223,7 +228,7 @@ impl Nemesis {
         if member.starts_with("client-") {
             ctx.clients.is_live(member).await
         } else {
-            !self.active.iter().any(|a| a.injection.target == member && matches!(a.injection.fault, Fault::Kill(_)))
+            !self.is_killing(member)
         }
     }
 

@@ -32,6 +32,8 @@ struct State {
     ended: BTreeMap<u64, WorkerStatus>,
     /// Processes started since the live history last took them: (process, member, event file).
     started: Vec<(u64, String, PathBuf)>,
+    /// Processes whose death a kill fault caused, or that the run started again.
+    expected_deaths: std::collections::BTreeSet<u64>,
 }
 
 fn slot_of(name: &str) -> anyhow::Result<u32> {
@@ -103,8 +105,9 @@ impl<'a> Workers<'a> {
 
     /// Records processes gone before the workload ended (their events so far are kept) and
     /// returns them. A client whose program exited comes back as a new process at once; one
-    /// whose program is unusable ends the run (Err, naming the client and why).
-    pub async fn find_dead(&self, events: &EventSink) -> anyhow::Result<Vec<u64>> {
+    /// whose program is unusable, or that died when no kill fault was on it (`killing`), ends
+    /// the run (Err, naming the client and why): the run no longer tests what it says.
+    pub async fn find_dead(&self, events: &EventSink, killing: impl Fn(&str) -> bool) -> anyhow::Result<Vec<u64>> {
         let mut dead = vec![];
         for (k, process) in self.running() {
             let name = format!("client-{k}");
@@ -114,27 +117,46 @@ impl<'a> Workers<'a> {
                 events.emit(Event::WorkerDied { name: name.clone(), exit_code, at_ms });
                 self.end(k, process, WorkerFate::Died, exit_code, Some(at_ms));
                 dead.push(process);
-                if exit_code == Some(EXIT_UNUSABLE.into()) {
+                if killing(&name) {
+                    self.state.lock().expect("workers lock").expected_deaths.insert(process);
+                } else if exit_code == Some(EXIT_UNUSABLE.into()) {
                     anyhow::bail!("{name}: {}", self.why_unusable(&name).await);
-                }
-                if exit_code == Some(EXIT_PROGRAM_EXITED.into()) {
+                } else if exit_code == Some(EXIT_PROGRAM_EXITED.into()) {
                     self.restart(&name).await?;
+                } else if exit_code != Some(0) {
+                    anyhow::bail!("{name} died with no fault on it (exit code {exit_code:?}): {}", self.last_words(&name).await);
                 }
             }
         }
         Ok(dead)
     }
 
-    /// The first client whose program turned out unusable, and why (its worker's last words).
-    pub async fn first_unusable(&self) -> Option<String> {
-        let name = self.statuses().into_iter().find(|w| w.exit_code == Some(EXIT_UNUSABLE.into()))?.name;
-        Some(format!("{name}: {}", self.why_unusable(&name).await))
+    /// After the clients finished: the first whose end the run cannot stand behind (its program
+    /// unusable, or it died when no kill fault was on it), and why.
+    pub async fn first_failed(&self) -> Option<String> {
+        let killed = self.state.lock().expect("workers lock").expected_deaths.clone();
+        let failed = self.statuses().into_iter().find(|w| {
+            w.status == WorkerFate::Died
+                && !killed.contains(&w.process)
+                && ![Some(0), Some(EXIT_PROGRAM_EXITED.into())].contains(&w.exit_code)
+        })?;
+        let name = failed.name;
+        Some(match failed.exit_code == Some(EXIT_UNUSABLE.into()) {
+            true => format!("{name}: {}", self.why_unusable(&name).await),
+            false => format!("{name} died with no fault on it (exit code {:?}): {}", failed.exit_code, self.last_words(&name).await),
+        })
     }
 
     async fn why_unusable(&self, name: &str) -> String {
         let logs = self.cluster.logs(name).await.unwrap_or_default();
         let said = logs.lines().rev().find_map(|l| l.split_once("lockchaos worker: ").map(|(_, why)| why.trim().to_string()));
         said.unwrap_or_else(|| "its client program could not be used (see its log)".into())
+    }
+
+    /// The last line a dead worker wrote (its log is saved with the run).
+    async fn last_words(&self, name: &str) -> String {
+        let logs = self.cluster.logs(name).await.unwrap_or_default();
+        logs.lines().rev().find(|l| !l.trim().is_empty()).map_or_else(|| "it wrote nothing".into(), |l| l.trim().to_string())
     }
 
     /// Lets every client finish its round; kills those that do not within `grace`.
@@ -190,6 +212,8 @@ impl Clients for Workers<'_> {
         let (old, incarnation) = self.state.lock().expect("workers lock").current.get(&k).copied().unwrap_or((k as u64, 0));
         let (_, exit_code) = self.cluster.state(name).await?;
         self.end(k, old, WorkerFate::Died, exit_code, Some(self.ctx.clock.now() / 1_000_000));
+        // A kill fault's heal, or a program that exited: either way the death was expected.
+        self.state.lock().expect("workers lock").expected_deaths.insert(old);
         // The old container goes with the restart: keep its output first.
         if let Ok(logs) = self.cluster.logs(name).await {
             let _ = std::fs::write(self.ctx.dir.path.join("logs").join(format!("{name}-p{old}.log")), logs);

@@ -109,7 +109,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
             // A client killed by a fault is dead at once; others are looked for every 2 s.
             if killed_a_client || last_state_check.elapsed() > Duration::from_secs(2) {
                 last_state_check = Instant::now();
-                for process in workers.find_dead(&events).await? {
+                for process in workers.find_dead(&events, |name| nemesis.is_killing(name)).await? {
                     live.forget(process);
                 }
             }
@@ -139,9 +139,9 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
         let grace = Duration::from_millis(s.lock.acquire_timeout_ms + w.work_ms.max + 2 * w.op_timeout_ms + w.think_ms + 5000);
         workers.finish(grace).await?
     };
-    // A client program found unusable while the clients finished ends the run as one found
-    // during the workload does.
-    let result = match (result, workers.first_unusable().await) {
+    // A client program found unusable, or a client that died with no fault on it, while the
+    // clients finished ends the run as one found during the workload does.
+    let result = match (result, workers.first_failed().await) {
         (Ok(()), Some(why)) => Err(anyhow::anyhow!(why)),
         (result, _) => result,
     };
