@@ -10,6 +10,7 @@ use crate::lock_backends::Persistence;
 use crate::resource::ResourceKind;
 use crate::scenario::{LoadedScenario, ScenarioError};
 use crate::target::Target;
+use crate::worker::WorkloadKind;
 
 /// Holds `loaded` against its backend; the first failure, as one line naming file, line and
 /// field.
@@ -29,6 +30,12 @@ fn rules(loaded: &LoadedScenario) -> Result<(), (String, String)> {
         if let Err(why) = setup.persistence() {
             return fail("server.persistence", format!("{} cannot: {why}", backend.name));
         }
+    }
+    if s.workload.kind == WorkloadKind::ConditionalWrite && !setup.keeps_its_resource() {
+        return fail(
+            "workload.kind",
+            format!("the conditional write keeps its counter in the run's own Postgres: backend postgres-xact (or -xact-pooler, -xact-replicated), not {}", backend.name),
+        );
     }
     if s.lock.one_member_each {
         if let Err(why) = setup.one_member_each() {

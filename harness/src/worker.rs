@@ -4,6 +4,7 @@
 //! think. Every step is an invoke event followed by ok / fail / info, appended and flushed at
 //! once, so a worker frozen or killed mid-round leaves everything it completed.
 
+mod conditional_write;
 mod config;
 mod work_ms;
 
@@ -18,7 +19,7 @@ use crate::resource::ResourceCall;
 use crate::resource::ResourceKind;
 
 use checker::{Event, EventType, Process};
-pub use config::{WorkerConfig, Workload};
+pub use config::{WorkerConfig, Workload, WorkloadKind};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::time::{Duration, Instant};
@@ -34,6 +35,16 @@ struct Recorder {
 }
 
 impl Recorder {
+    fn new(config: &WorkerConfig) -> anyhow::Result<Self> {
+        Ok(Recorder {
+            log: EventLog::create(&config.events)?,
+            clock: RunClock { t0_ns: config.t0_ns },
+            process: config.process,
+            key: config.workload.key.clone(),
+            rng: StdRng::seed_from_u64(config.seed ^ config.process.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        })
+    }
+
     fn record(&mut self, kind: EventType, f: &str, fill: impl FnOnce(&mut Event)) -> anyhow::Result<()> {
         let mut ev = Event::new(self.clock.now(), Process::Client(self.process), kind, f);
         ev.key = Some(self.key.clone());
@@ -44,6 +55,9 @@ impl Recorder {
 }
 
 pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
+    if config.workload.kind == WorkloadKind::ConditionalWrite {
+        return conditional_write::run(&config, &mut Recorder::new(&config)?).await;
+    }
     let op_timeout = Duration::from_millis(config.workload.op_timeout_ms);
     let lock: Box<dyn LockClient> = match &config.program {
         Some(spec) => Box::new(ProgramClient::start(spec, config.process, op_timeout, Duration::from_millis(config.lock.ttl_ms)).await?),
@@ -61,14 +75,8 @@ pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
 
 /// The loop itself, over an already connected lock client and resource client.
 pub async fn run_with(config: &WorkerConfig, mut lock: Box<dyn LockClient>, mut resource: Box<dyn ResourceCall>) -> anyhow::Result<()> {
-    let clock = RunClock { t0_ns: config.t0_ns };
-    let mut rec = Recorder {
-        log: EventLog::create(&config.events)?,
-        clock,
-        process: config.process,
-        key: config.workload.key.clone(),
-        rng: StdRng::seed_from_u64(config.seed ^ config.process.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-    };
+    let mut rec = Recorder::new(config)?;
+    let clock = rec.clock;
     let key = config.workload.key.clone();
     let acquire_timeout = Duration::from_millis(config.lock.acquire_timeout_ms);
 

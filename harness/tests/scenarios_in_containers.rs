@@ -158,6 +158,20 @@ const CASES: &[Case] = &[
     },
     // The article's redis-py snippet as a client program: the lost update from the article's code.
     Case { scenario: "redis-article-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates_cleanly },
+    // No lock: the conditional write stays safe under a pause; without its version check it loses updates.
+    Case {
+        scenario: "cas-pause",
+        secs: 12,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "safe" && rs(r)["accepted_writes"].as_u64() > Some(3) && no_warnings(r),
+                format!("expected safe with writes: {} {}", rs(r), r["warnings"]),
+            )
+        },
+    },
+    Case { scenario: "cas-no-version-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates_cleanly },
     Case { scenario: "redis-single-partition", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates_cleanly },
     Case { scenario: "etcd-partition-fenced", secs: 14, disturb: Disturb::Nothing, exit: 0, check: stale_write_rejected },
     Case { scenario: "etcd-pause-fenced-postgres-table", secs: 12, disturb: Disturb::Nothing, exit: 0, check: stale_write_rejected },

@@ -7,6 +7,7 @@ use crate::events::{Event, Reporter};
 use crate::lock_backends::Persistence;
 use crate::resource::{ResourceKind, ResourceMode};
 use crate::scenario::Scenario;
+use crate::worker::WorkloadKind;
 use anyhow::Context;
 use reports::decision_table::{self, DecisionTable, TablePlace};
 use reports::{matrix, Matrix, MatrixRun};
@@ -131,7 +132,12 @@ pub fn row(s: &Scenario) -> String {
     // The built-in etcd client's setting; a client program is its own client.
     let mutex = (!s.lock.check_key_after_wait && s.client.command.is_none()).then_some("etcd 3.4 Mutex");
     let program = s.client.command.as_deref().map(program_name);
-    let extras: Vec<&str> = [resource, persistence, mutex, program.as_deref()].into_iter().flatten().collect();
+    let no_lock = match (s.workload.kind, s.workload.check_version) {
+        (WorkloadKind::Lock, _) => None,
+        (WorkloadKind::ConditionalWrite, true) => Some("conditional write, no lock"),
+        (WorkloadKind::ConditionalWrite, false) => Some("write without its version check, no lock"),
+    };
+    let extras: Vec<&str> = [resource, persistence, mutex, program.as_deref(), no_lock].into_iter().flatten().collect();
     if extras.is_empty() {
         s.backend.name().to_string()
     } else {
@@ -163,6 +169,8 @@ mod tests {
             ("redis-single-partition", "redis-single", "partition"),
             ("redis-article-pause", "redis-single, client redis_article.py", "pause"),
             ("etcd-pause-unfenced-jepsen-members", "etcd, etcd 3.4 Mutex", "pause"),
+            ("cas-pause", "postgres-xact, conditional write, no lock", "pause"),
+            ("cas-no-version-pause", "postgres-xact, write without its version check, no lock", "pause"),
         ];
         for (name, want_row, want_column) in cases {
             let s = crate::scenario::load_file(&dir.join(format!("{name}.toml"))).unwrap().scenario;

@@ -1,6 +1,7 @@
 //! Where a scenario's runs sit in the article's decision table: the row from the backend and
 //! whether the resource checks tokens, the column from what its faults do. A baseline (no
-//! fault) tests no cell, and neither does a scenario run by a client program.
+//! fault) tests no cell, and neither does a scenario run by a client program or one without a
+//! lock (the alternatives are rows of the matrix).
 
 use crate::faults::Fault;
 use crate::lock_backends::BackendKind;
@@ -12,7 +13,7 @@ use reports::decision_table::{LockSystem, TableColumn, TablePlace};
 pub fn place(s: &Scenario) -> Option<TablePlace> {
     // The table measures each lock as lockchaos's own client implements its recipe; a client
     // program's runs are rows of the matrix beside it.
-    if s.client.command.is_some() {
+    if s.client.command.is_some() || s.workload.kind != crate::worker::WorkloadKind::Lock {
         return None;
     }
     Some(TablePlace { system: system(s), column: column(s)? })

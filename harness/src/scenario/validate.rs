@@ -5,6 +5,7 @@
 
 use super::{LoadedScenario, Scenario, ScenarioError, Trigger};
 use crate::target::Target;
+use crate::worker::WorkloadKind;
 
 /// Re-checks the rules after command-line overrides (e.g. `--clients` below a fault's target).
 /// Fault times past a shortened time limit are fine there: those faults simply never fire.
@@ -35,6 +36,15 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
         return fail(
             "client.command",
             "names no program: give the program and its arguments, e.g. [\"python3\", \"clients/my_lock.py\"]".into(),
+        );
+    }
+    if s.workload.kind == WorkloadKind::ConditionalWrite && s.client.command.is_some() {
+        return fail("client.command", "the conditional write takes no lock, so no lock client program".into());
+    }
+    if !s.workload.check_version && s.workload.kind != WorkloadKind::ConditionalWrite {
+        return fail(
+            "workload.check_version",
+            "only the conditional write (workload.kind = \"conditional-write\") has a version to check".into(),
         );
     }
     if s.lock.ttl_ms == 0 {

@@ -193,6 +193,21 @@ const BAD: &[(&str, &str, &str)] = &[
         "f.toml:5: field 'lock.check_key_after_wait': redis-single cannot: its lock client does not wait in a queue of keys (only etcd's does)",
     ),
     (
+        "the conditional write on a backend without a Postgres of the run's own",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[workload]\nkind = \"conditional-write\"\n",
+        "f.toml:5: field 'workload.kind': the conditional write keeps its counter in the run's own Postgres: backend postgres-xact (or -xact-pooler, -xact-replicated), not redis-single",
+    ),
+    (
+        "a version check without the conditional write",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[workload]\ncheck_version = false\n",
+        "f.toml:5: field 'workload.check_version': only the conditional write (workload.kind = \"conditional-write\") has a version to check",
+    ),
+    (
+        "a lock client program for a workload without a lock",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n[client]\ncommand = [\"x\"]\n[workload]\nkind = \"conditional-write\"\n",
+        "f.toml:5: field 'client.command': the conditional write takes no lock, so no lock client program",
+    ),
+    (
         "persistence on a backend without it",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-session\"\n[server]\npersistence = \"appendonly\"\n",
         "f.toml:5: field 'server.persistence': postgres-session cannot: it has no persistence setting (only the Redis backends do)",

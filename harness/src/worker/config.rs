@@ -61,6 +61,24 @@ pub struct Workload {
     /// Time between that check and the write: the work a client does after checking.
     #[serde(default)]
     pub check_to_write_ms: u64,
+    /// What a round does: take the lock (the default), or no lock at all.
+    #[serde(default)]
+    pub kind: WorkloadKind,
+    /// The conditional write's `WHERE version = n` (`false`: the broken variant).
+    #[serde(default = "defaults::yes")]
+    pub check_version: bool,
+}
+
+/// What protects the counter.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// acquire → read → work → write → release.
+    #[default]
+    Lock,
+    /// No lock: read the value and its version → work → write only if the version is unchanged
+    /// (worker/conditional_write.rs).
+    ConditionalWrite,
 }
 
 impl Default for Workload {
@@ -73,6 +91,8 @@ impl Default for Workload {
             honour_session_loss: false,
             check_before_write: false,
             check_to_write_ms: 0,
+            kind: WorkloadKind::Lock,
+            check_version: true,
         }
     }
 }
@@ -89,5 +109,8 @@ mod defaults {
     }
     pub fn op_timeout_ms() -> u64 {
         2000
+    }
+    pub fn yes() -> bool {
+        true
     }
 }

@@ -44,7 +44,8 @@ pub struct Setup {
 
 /// The tables of the xact variant. `time_ns` is the worker's run time when it sent the
 /// statement; `seq` the order in which the server executed the inserts.
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS ledger (key text PRIMARY KEY, value bigint NOT NULL);
+// `version`: the conditional write's (worker/conditional_write.rs); the locks leave it at 0.
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS ledger (key text PRIMARY KEY, value bigint NOT NULL, version bigint NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS ledger_log (seq bigserial PRIMARY KEY, time_ns bigint NOT NULL, client bigint NOT NULL,
   key text NOT NULL, f text NOT NULL, value bigint NOT NULL);";
 
