@@ -40,6 +40,10 @@ pub struct ResourceSafety {
     /// Writes the clients were told succeeded (numbered process, write, ok), all keys: what
     /// the final values would sum to if no update were lost.
     pub acknowledged_increments: u64,
+    /// Writes a client was told did not happen (numbered process, write, fail): a conditional
+    /// write's conflicts (each one a retry), a write held back because the lock was known lost.
+    #[serde(default)]
+    pub refused_writes: u64,
     /// Writes a client was told succeeded that the resource has no accepted record of (same
     /// client, key and value): acknowledged, then lost with the resource's state, as after a
     /// failover to a replica that never received them. Counted only when the history has
@@ -137,6 +141,7 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
         interleaved_sections: 0,
         fenced_interleavings: 0,
         acknowledged_increments: 0,
+        refused_writes: 0,
         acknowledged_missing: 0,
         acknowledged_missing_evidence: Vec::new(),
         final_values: BTreeMap::new(),
@@ -153,6 +158,9 @@ pub fn check_resource_safety(events: &[Event], max_evidence: usize) -> ResourceS
         if let Process::Client(c) = e.process {
             if is_write && e.kind == EventType::Invoke {
                 invoked_value.insert(c, e.value.as_i64());
+            }
+            if is_write && e.kind == EventType::Fail {
+                r.refused_writes += 1;
             }
             if is_write && e.kind == EventType::Ok {
                 r.acknowledged_increments += 1;

@@ -244,6 +244,7 @@ fn resource_safety_details(rs: &checker::ResourceSafety) -> Markup {
             li class=[bad_if(rs.interleaved_sections > 0)] { "interleaved sections: " (rs.interleaved_sections) }
             li { "interleavings stopped by fencing: " (rs.fenced_interleavings) }
             li { "acknowledged increments: " (rs.acknowledged_increments) }
+            li { "writes refused to the client (conflicts, lock known lost): " (rs.refused_writes) }
             li {
                 "final values: "
                 @if rs.final_values.is_empty() { "none" }
