@@ -311,9 +311,10 @@ fn run_case(case: &Case, root: &Path, store: PathBuf) -> Result<String, String> 
     if let Err(e) = (case.check)(&r) {
         problems.push(e);
     }
-    let server_log = if name.starts_with("etcd") {
+    let backend = r["backend"].as_str().unwrap_or_default();
+    let server_log = if backend.starts_with("etcd") {
         "logs/n1-etcd.log"
-    } else if name.starts_with("postgres") {
+    } else if backend.starts_with("postgres") {
         "logs/n1-postgres.log"
     } else {
         "logs/n1-redis.log"
