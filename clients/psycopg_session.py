@@ -17,19 +17,10 @@ import time
 
 import psycopg
 
+from postgres_io import LOCK_TYPE, connect, fnv1a32, usable
 from protocol_io import Fail, Info, deadline, log, serve
 
-LOCK_TYPE = 19523  # 0x4c43, the first int4 of the two-key advisory lock
 OP_TIMEOUT_S = 1.5  # no answer within this: outcome unknown (info), connection dropped
-CONNECT_TIMEOUT_S = 2  # libpq's connect_timeout (it treats less than 2 as 2)
-
-
-def fnv1a32(name):
-    """FNV-1a 32 of name's UTF-8 bytes, as a signed int4. fnv1a32("ledger") == -293856116."""
-    h = 0x811C9DC5
-    for b in name.encode():
-        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 class Client:
@@ -38,19 +29,6 @@ class Client:
         self.retry_s = int(req["lock"].get("retry_ms", 50)) / 1000
         self.conn, self.held = None, set()
 
-    def usable(self):
-        """Open, and not ended by the server meanwhile: reading what it sent while we were idle
-        (e.g. FATAL: terminating connection due to administrator command) finds it closed."""
-        if self.conn is None or self.conn.closed or self.conn.broken:
-            return False
-        try:  # the first read takes the FATAL message, the second finds the socket closed
-            self.conn.pgconn.consume_input()
-            self.conn.pgconn.consume_input()
-        except psycopg.OperationalError as e:
-            log(f"the server ended the session: {e}")
-            return False
-        return True
-
     def drop(self):
         if self.conn is not None:
             self.conn.close()
@@ -58,17 +36,14 @@ class Client:
 
     def select_bool(self, sql):
         """One statement's boolean: Fail if it certainly did not run, Info if it may have."""
-        if not self.usable():
+        if not usable(self.conn):
             self.drop()
-            try:
-                self.conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, prepare_threshold=None)
-            except psycopg.Error as e:
-                raise Fail(f"cannot connect: {e}") from e
+            self.conn = connect(self.dsn)
         try:
             with deadline(OP_TIMEOUT_S):
                 return self.conn.execute(sql).fetchone()[0]
         except psycopg.Error as e:
-            if e.sqlstate is not None and self.usable():  # the server answered with an error
+            if e.sqlstate is not None and usable(self.conn):  # the server answered with an error
                 raise Fail(f"{sql}: {e.sqlstate} {e}") from e
             self.drop()
             if e.sqlstate is not None:  # e.g. FATAL: the session ended before running it
@@ -90,7 +65,7 @@ class Client:
 
     def release(self, req):
         key = req["key"]
-        if key not in self.held or not self.usable():
+        if key not in self.held or not usable(self.conn):
             self.held.discard(key)
             raise Fail("this session does not hold the lock (not taken, or the connection that held it is gone)")
         self.held.discard(key)

@@ -24,24 +24,16 @@ import time
 
 import psycopg
 
+from postgres_io import LOCK_TYPE, connect, fnv1a32, usable
 from protocol_io import Fail, Info, deadline, log, ms_since, serve
 
-LOCK_TYPE = 19523
 OP_TIMEOUT_S = 1.5  # no answer within this: outcome unknown (info), connection dropped
-CONNECT_TIMEOUT_S = 2
 TX_READ = """WITH r AS (SELECT COALESCE((SELECT value FROM ledger WHERE key = %(key)s), 0) AS v),
      l AS (INSERT INTO ledger_log (time_ns, client, key, f, value) SELECT %(time_ns)s, %(client)s, %(key)s, 'read', v FROM r)
 SELECT v FROM r"""
 TX_WRITE = """WITH w AS (INSERT INTO ledger (key, value) VALUES (%(key)s, %(value)s)
            ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value)
 INSERT INTO ledger_log (time_ns, client, key, f, value) VALUES (%(time_ns)s, %(client)s, %(key)s, 'write', %(value)s)"""
-
-
-def fnv1a32(name):
-    h = 0x811C9DC5
-    for b in name.encode():
-        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 class Client:
@@ -51,32 +43,15 @@ class Client:
         self.retry_s = int(req["lock"].get("retry_ms", 50)) / 1000
         self.conn, self.key, self.open = None, None, False  # key: of the last acquire; open: its transaction
 
-    def usable(self):
-        """Open, and not ended by the server meanwhile: reading what it sent while we were idle
-        (e.g. FATAL: terminating connection due to idle-in-transaction timeout) finds it closed."""
-        if self.conn is None or self.conn.closed or self.conn.broken:
-            return False
-        try:  # the first read takes the FATAL message, the second finds the socket closed
-            self.conn.pgconn.consume_input()
-            self.conn.pgconn.consume_input()
-        except psycopg.OperationalError as e:
-            log(f"the server ended the session: {e}")
-            self.conn.close()
-            return False
-        return True
-
-    def run(self, sql, params=None, lost="info", connect=False):
+    def run(self, sql, params=None, lost="info", may_connect=False):
         """The last result's cursor. Server error -> Fail; no answer -> Fail if lost="fail" (the
         statement cannot take effect alone), else Info. Either way an error ends the transaction
         (the connection is closed). Only acquire may open a new connection."""
-        if not self.usable():
+        if not usable(self.conn):
             self.open = False
-            if not connect:
+            if not may_connect:
                 raise Fail("the transaction ended with its connection (nothing sent)")
-            try:
-                self.conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, prepare_threshold=None)
-            except psycopg.Error as e:
-                raise Fail(f"cannot connect: {e}") from e
+            self.conn = connect(self.dsn)
         try:
             with deadline(OP_TIMEOUT_S):
                 cur = self.conn.execute(sql, params)
@@ -98,7 +73,7 @@ class Client:
         deadline_at = time.monotonic() + req["timeout_ms"] / 1000
         while True:
             sent = time.monotonic()
-            if self.run(sql, connect=True).fetchone()[0]:
+            if self.run(sql, may_connect=True).fetchone()[0]:
                 self.key, self.open = req["key"], True
                 return {"type": "acquire_ok", "token": None, "validity_ms": max(0, self.ttl_ms - ms_since(sent))}
             self.run("ROLLBACK", lost="fail")  # a lost answer drops the connection: rolled back too

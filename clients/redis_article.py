@@ -11,10 +11,10 @@ import time
 
 import redis
 
+import redis_io
 from protocol_io import Fail, Info, log, ms_since, serve
 
 RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
-OP_TIMEOUT_S = 1.5  # one command's socket timeout; past it the outcome is unknown (info)
 
 
 class Client:
@@ -22,23 +22,14 @@ class Client:
         cfg, lock = req["config"], req["lock"]
         self.ttl_ms = int(lock.get("ttl_ms", 2000))
         self.retry_s = int(lock.get("retry_ms", 50)) / 1000
-        # One connection of our own, so that "connect" and "send" are told apart below.
-        self.r = redis.Redis(host=cfg["host"], port=int(cfg.get("port", 6379)), socket_timeout=OP_TIMEOUT_S,
-                             socket_connect_timeout=OP_TIMEOUT_S, single_connection_client=True)
+        self.r = redis_io.client(cfg)
         self.tokens = {}  # key -> our token while we believe we hold it
-
-    def connected(self):
-        """Connects if need be (no-op when connected): an error here means nothing was sent."""
-        try:
-            self.r.connection.connect()
-        except redis.RedisError as e:
-            raise Fail(f"cannot connect: {e}") from e
 
     def acquire(self, req):
         key, token = req["key"], secrets.token_hex(16)
         deadline = time.monotonic() + req["timeout_ms"] / 1000
         while True:
-            self.connected()
+            redis_io.connected(self.r)
             sent = time.monotonic()
             try:
                 ok = self.r.set(key, token, nx=True, px=self.ttl_ms)
@@ -58,7 +49,7 @@ class Client:
         token = self.tokens.pop(req["key"], None)
         if token is None:
             raise Fail("this client does not hold the lock")
-        self.connected()
+        redis_io.connected(self.r)
         try:
             deleted = self.r.eval(RELEASE, 1, req["key"], token)
         except redis.ResponseError as e:

@@ -12,9 +12,9 @@ import time
 import redis
 from redis.exceptions import LockError, LockNotOwnedError
 
+import redis_io
 from protocol_io import Fail, Info, log, ms_since, serve
 
-OP_TIMEOUT_S = 1.5  # one command's socket timeout; past it the outcome is unknown (info)
 
 
 class Client:
@@ -22,16 +22,8 @@ class Client:
         cfg, lock = req["config"], req["lock"]
         self.ttl_s = int(lock.get("ttl_ms", 2000)) / 1000
         self.retry_s = int(lock.get("retry_ms", 50)) / 1000
-        self.r = redis.Redis(host=cfg["host"], port=int(cfg.get("port", 6379)), socket_timeout=OP_TIMEOUT_S,
-                             socket_connect_timeout=OP_TIMEOUT_S, single_connection_client=True)
+        self.r = redis_io.client(cfg)
         self.lock = None  # the redis.lock.Lock we hold (or believe we hold)
-
-    def connected(self):
-        """Connects if need be: an error here means nothing was sent."""
-        try:
-            self.r.connection.connect()
-        except redis.RedisError as e:
-            raise Fail(f"cannot connect: {e}") from e
 
     def acquire(self, req):
         lock = self.r.lock(req["key"], timeout=self.ttl_s, sleep=self.retry_s, blocking_timeout=req["timeout_ms"] / 1000)
@@ -43,7 +35,7 @@ class Client:
             return _inner(token)
 
         lock.do_acquire = timed_do_acquire
-        self.connected()
+        redis_io.connected(self.r)
         try:
             got = lock.acquire()
         except redis.ResponseError as e:
@@ -67,7 +59,7 @@ class Client:
         # ttl_ms lease means. extend(t) adds t to what is left (the TTL would grow past ttl_ms);
         # extend(t, replace_ttl=True) would do the same as reacquire, with one more argument.
         lock = self.held(req["key"])
-        self.connected()
+        redis_io.connected(self.r)
         sent = time.monotonic()
         try:
             lock.reacquire()
@@ -82,7 +74,7 @@ class Client:
     def release(self, req):
         lock = self.held(req["key"])
         self.lock = None
-        self.connected()
+        redis_io.connected(self.r)
         try:
             lock.release()
         except LockNotOwnedError as e:  # the script found another token, or none: expired
