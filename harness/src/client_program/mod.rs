@@ -193,11 +193,11 @@ impl ProgramClient {
                 Response::Fail { error } => Err(LockError::Refused(error)),
                 Response::Info { error } => Err(LockError::Unknown(error)),
                 ok => {
-                    if response_type(&ok) != request.ok_type() {
+                    if <&str>::from(&ok) != request.ok_type() {
                         return Err(LockError::Gone(self.unusable(format!(
                             "answered request {id} ({}) with `{}`",
                             request.ok_type().trim_end_matches("_ok"),
-                            response_type(&ok)
+                            <&str>::from(&ok)
                         ))));
                     }
                     Ok(ok)
@@ -227,20 +227,6 @@ impl ProgramClient {
             return Err(LockError::Refused(format!("the client program does not offer `{name}`")));
         }
         self.call(request, self.op_timeout).await
-    }
-}
-
-fn response_type(response: &Response) -> &'static str {
-    match response {
-        Response::InitOk { .. } => "init_ok",
-        Response::AcquireOk { .. } => "acquire_ok",
-        Response::ReleaseOk {} => "release_ok",
-        Response::RenewOk { .. } => "renew_ok",
-        Response::SessionLostOk { .. } => "session_lost_ok",
-        Response::TxReadOk { .. } => "tx_read_ok",
-        Response::TxWriteCommitOk {} => "tx_write_commit_ok",
-        Response::Fail { .. } => "fail",
-        Response::Info { .. } => "info",
     }
 }
 

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use strum::VariantNames;
 
 /// A request, without its `id` (the client numbers them).
 #[derive(Serialize, Debug, Clone)]
@@ -42,9 +43,11 @@ impl Request {
     }
 }
 
-/// An answer, typed. `Fail`: it definitely did not happen; `Info`: its outcome is unknown.
-#[derive(Deserialize, Debug, Clone, PartialEq)]
+/// An answer, typed. `Fail`: it definitely did not happen; `Info`: its outcome is unknown. Its
+/// `type` names (`Response::VARIANTS`, and `&str::from(&response)`) are the serde tags.
+#[derive(Deserialize, Debug, Clone, PartialEq, strum::IntoStaticStr, strum::VariantNames)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Response {
     InitOk {
         #[serde(default)]
@@ -86,9 +89,6 @@ pub enum Capability {
     Transactional,
 }
 
-const TYPES: [&str; 9] =
-    ["init_ok", "acquire_ok", "release_ok", "renew_ok", "session_lost_ok", "tx_read_ok", "tx_write_commit_ok", "fail", "info"];
-
 /// One answer line: its id and its response, or why the line is not an answer.
 pub fn parse(line: &str) -> Result<(u64, Response), String> {
     let shown = shorten(line);
@@ -97,8 +97,12 @@ pub fn parse(line: &str) -> Result<(u64, Response), String> {
         return Err(format!("answered `{shown}`, which has no numeric `id`"));
     };
     let kind = value.get("type").and_then(Value::as_str).unwrap_or_default();
-    if !TYPES.contains(&kind) {
-        return Err(format!("answered `{shown}`: unknown `type` \"{}\" (expected one of {})", shorten(kind), TYPES.join(", ")));
+    if !Response::VARIANTS.contains(&kind) {
+        return Err(format!(
+            "answered `{shown}`: unknown `type` \"{}\" (expected one of {})",
+            shorten(kind),
+            Response::VARIANTS.join(", ")
+        ));
     }
     let response = serde_json::from_value(value).map_err(|e| format!("answered `{shown}`: {e}"))?;
     Ok((id, response))
@@ -116,6 +120,13 @@ fn shorten(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_type_names_are_the_serde_tags() {
+        assert_eq!(Response::VARIANTS[6], "tx_write_commit_ok");
+        let parsed = parse(r#"{"id":6,"type":"tx_write_commit_ok"}"#).unwrap().1;
+        assert_eq!(<&str>::from(&parsed), "tx_write_commit_ok");
+    }
 
     #[test]
     fn requests_are_one_line_with_their_id_and_type() {

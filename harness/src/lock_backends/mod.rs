@@ -66,9 +66,13 @@ impl ClientConfig {
     /// How a client program reaches the backend: `init`'s `config` (docs/client-protocol.md).
     pub fn program_config(&self) -> serde_json::Value {
         use serde_json::json;
-        let host_port = |addr: &str| {
+        let split = |addr: &str| {
             let (host, port) = addr.rsplit_once(':').unwrap_or((addr, "0"));
-            json!({"host": host, "port": port.parse::<u16>().unwrap_or(0)})
+            (host.to_string(), port.parse::<u16>().unwrap_or(0))
+        };
+        let host_port = |addr: &str| {
+            let (host, port) = split(addr);
+            json!({"host": host, "port": port})
         };
         let all = |addrs: &[String]| addrs.iter().map(|a| host_port(a)).collect::<Vec<_>>();
         match self {
@@ -80,14 +84,12 @@ impl ClientConfig {
             ClientConfig::Etcd { endpoints } => json!({"endpoints": all(endpoints)}),
             ClientConfig::PostgresSession { addr } | ClientConfig::PostgresXact { addr } => {
                 let addrs: Vec<String> = addr.split(',').map(str::to_string).collect();
-                let hosts = all(&addrs);
-                let list =
-                    |field: &str| hosts.iter().map(|h| h[field].to_string().trim_matches('"').to_string()).collect::<Vec<_>>().join(",");
-                let mut dsn = format!("host={} port={} dbname=postgres user=postgres", list("host"), list("port"));
+                let (hosts, ports): (Vec<String>, Vec<String>) = addrs.iter().map(|a| split(a)).map(|(h, p)| (h, p.to_string())).unzip();
+                let mut dsn = format!("host={} port={} dbname=postgres user=postgres", hosts.join(","), ports.join(","));
                 if addrs.len() > 1 {
                     dsn.push_str(" target_session_attrs=read-write");
                 }
-                json!({"hosts": hosts, "dbname": "postgres", "user": "postgres", "dsn": dsn})
+                json!({"hosts": all(&addrs), "dbname": "postgres", "user": "postgres", "dsn": dsn})
             }
         }
     }
