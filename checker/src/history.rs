@@ -83,6 +83,11 @@ pub struct Event {
     /// On nemesis records: the fault's parameters in words ("from n4, n5", "+20s").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The logical operation an event belongs to, on the workloads that name theirs (an
+    /// idempotency key, a job's id): the same operation may be delivered, and so appear, more
+    /// than once; the exactly-once property counts by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
 }
 
 impl Event {
@@ -102,6 +107,7 @@ impl Event {
             validity_ms: None,
             client: None,
             detail: None,
+            op: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod availability;
 pub mod edn;
+pub mod exactly_once;
 pub mod fencing;
 pub mod history;
 pub mod history_rules;
@@ -16,6 +17,7 @@ pub mod resource_safety;
 pub mod verdict;
 
 pub use availability::{acquire_outcomes, check_availability, AcquireOutcome, Availability, FreedAfterKill, Percentiles};
+pub use exactly_once::{check_exactly_once, AppliedTwice, ExactlyOnce};
 pub use fencing::{check_fencing, Fencing, TokenPair, TokenRef};
 pub use history::{Event, EventType, Process};
 pub use holder_overlap::{check_holder_overlap, HolderOverlap, Overlap, OverlapStats};
@@ -55,6 +57,8 @@ impl Default for CheckOptions {
 /// - fencing, when it applies (`fencing.applies`: some grant carried a token). Redis and
 ///   Redlock hand out no tokens; their fencing verdict is unknown, and letting that make
 ///   every such run "unknown" would hide what the resource showed;
+/// - exactly once, when it applies (`exactly_once.applies`: the workload names its operations,
+///   as the idempotency key and the job claim do);
 /// - not holder overlap. It is what clients believed, and a fenced system may well have two
 ///   believing holders while the resource rejects the stale write (etcd with a paused holder
 ///   is expected "safe"). It is reported as evidence of why a violation happened;
@@ -71,6 +75,8 @@ pub struct CheckResults {
     pub fencing: Fencing,
     #[serde(default = "HolderOverlap::not_checked")]
     pub holder_overlap: HolderOverlap,
+    #[serde(default = "ExactlyOnce::not_checked")]
+    pub exactly_once: ExactlyOnce,
     /// Measurements, no verdict: acquire success rate, latency, longest time without a grant.
     #[serde(default)]
     pub availability: Availability,
@@ -106,6 +112,7 @@ impl CheckResults {
             ("holder_overlap", self.holder_overlap.verdict),
         ]
         .into_iter()
+        .chain(self.exactly_once.applies.then_some(("exactly_once", self.exactly_once.verdict)))
         .chain(self.linearizability.as_ref().map(|l| ("linearizability", l.verdict())))
         .collect()
     }
@@ -121,6 +128,7 @@ impl CheckResults {
         match name {
             "resource_safety" => true,
             "fencing" => self.fencing.applies,
+            "exactly_once" => self.exactly_once.applies,
             _ => false,
         }
     }
@@ -133,6 +141,7 @@ pub fn check(events: &[Event], opts: &CheckOptions) -> CheckResults {
         resource_safety: check_resource_safety(events, opts.max_evidence),
         fencing: check_fencing(events, opts.max_evidence),
         holder_overlap: check_holder_overlap(events, opts.max_evidence),
+        exactly_once: check_exactly_once(events, opts.max_evidence),
         availability: check_availability(events),
         linearizability: opts.linearizability.map(|(model, timeout)| match linearizability::check(events, model, timeout) {
             Ok(l) => LinearizabilityCheck::Checked(l),

@@ -10,7 +10,6 @@ use crate::lock_backends::Persistence;
 use crate::resource::ResourceKind;
 use crate::scenario::{LoadedScenario, ScenarioError};
 use crate::target::Target;
-use crate::worker::WorkloadKind;
 
 /// Holds `loaded` against its backend; the first failure, as one line naming file, line and
 /// field.
@@ -31,10 +30,14 @@ fn rules(loaded: &LoadedScenario) -> Result<(), (String, String)> {
             return fail("server.persistence", format!("{} cannot: {why}", backend.name));
         }
     }
-    if s.workload.kind == WorkloadKind::ConditionalWrite && !setup.keeps_its_resource() {
+    if !s.workload.kind.takes_lock() && !setup.keeps_its_resource() {
         return fail(
             "workload.kind",
-            format!("the conditional write keeps its counter in the run's own Postgres: backend postgres-xact (or -xact-pooler, -xact-replicated), not {}", backend.name),
+            format!(
+                "{} takes no lock and keeps its counter in the run's own Postgres: backend postgres-xact (or -xact-pooler, -xact-replicated), not {}",
+                s.workload.kind.name(),
+                backend.name
+            ),
         );
     }
     if s.lock.one_member_each {

@@ -6,6 +6,9 @@
 
 mod conditional_write;
 mod config;
+mod idempotency_key;
+mod no_lock_db;
+mod unique_claim;
 mod work_ms;
 
 use crate::client_program::ProgramClient;
@@ -55,10 +58,10 @@ impl Recorder {
 }
 
 pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
-    if config.workload.kind == WorkloadKind::ConditionalWrite {
-        return conditional_write::run(&config, &mut Recorder::new(&config)?).await;
-    }
     let op_timeout = Duration::from_millis(config.workload.op_timeout_ms);
+    if !config.workload.kind.takes_lock() {
+        return run_without_lock(&config, op_timeout).await;
+    }
     let lock: Box<dyn LockClient> = match &config.program {
         Some(spec) => Box::new(ProgramClient::start(spec, config.process, op_timeout, Duration::from_millis(config.lock.ttl_ms)).await?),
         None => lock_backends::connect_client(&config.backend, &config.lock, op_timeout).await?,
@@ -71,6 +74,25 @@ pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
         }
     };
     run_with(&config, lock, resource).await
+}
+
+/// The article's alternatives: no lock, the counter in the run's own Postgres.
+async fn run_without_lock(config: &WorkerConfig, op_timeout: Duration) -> anyhow::Result<()> {
+    let lock_backends::ClientConfig::PostgresXact { addr } = &config.backend else {
+        anyhow::bail!(
+            "the {} workload needs the run's Postgres (backend postgres-xact), not {:?}",
+            config.workload.kind.name(),
+            config.backend
+        );
+    };
+    let mut db = no_lock_db::Db::new(addr, op_timeout);
+    let rec = &mut Recorder::new(config)?;
+    match config.workload.kind {
+        WorkloadKind::ConditionalWrite | WorkloadKind::Partitioned => conditional_write::run(config, &mut db, rec).await,
+        WorkloadKind::IdempotencyKey => idempotency_key::run(config, addr, &mut db, rec).await,
+        WorkloadKind::UniqueClaim => unique_claim::run(config, &mut db, rec).await,
+        WorkloadKind::Lock => unreachable!("a lock workload takes the lock"),
+    }
 }
 
 /// The loop itself, over an already connected lock client and resource client.

@@ -62,6 +62,14 @@ pub struct RunTally {
     pub lost_updates: u64,
     pub acknowledged_updates: u64,
     pub stale_writes_rejected: u64,
+    /// Operations whose effect was applied more than once; None when no run named its
+    /// operations (only the idempotency key and the unique claim do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_twice: Option<u64>,
+    /// What the lock-free workloads paid instead of waiting: conditional writes refused on a
+    /// conflict, claims refused, deliveries sent again.
+    #[serde(default)]
+    pub retries: u64,
     pub reports: Vec<String>,
 }
 
@@ -78,9 +86,20 @@ impl RunTally {
             runs_with_violation: count(&|r| r.outcome == Outcome::Violation),
             runs_unknown: count(&|r| r.outcome == Outcome::Unknown),
             runs_matched: count(&|r| r.matches_expectation),
-            lost_updates: sum(&|r| r.properties.resource_safety.lost_updates + r.properties.resource_safety.acknowledged_missing),
-            acknowledged_updates: sum(&|r| r.properties.resource_safety.acknowledged_increments),
+            lost_updates: sum(&|r| {
+                let (rs, once) = (&r.properties.resource_safety, &r.properties.exactly_once);
+                rs.lost_updates + rs.acknowledged_missing + once.acknowledged_missing
+            }),
+            acknowledged_updates: sum(&|r| r.properties.resource_safety.acknowledged_increments + r.properties.exactly_once.acknowledged),
             stale_writes_rejected: sum(&|r| r.properties.resource_safety.rejected_writes),
+            applied_twice: runs
+                .iter()
+                .any(|r| r.results.properties.exactly_once.applies)
+                .then(|| sum(&|r| r.properties.exactly_once.applied_twice)),
+            retries: sum(&|r| {
+                let once = &r.properties.exactly_once;
+                r.properties.resource_safety.refused_writes + once.claims_refused + once.deliveries.saturating_sub(once.operations)
+            }),
             reports: runs.iter().map(|r| r.report.clone()).collect(),
         }
     }
@@ -167,7 +186,8 @@ pub fn render_html(m: &Matrix, title: &str) -> String {
         }
         p class="legend" {
             "Each cell: runs with a violation / runs (expected outcome), lost updates of \
-             acknowledged ones, stale writes the resource rejected, acquire success rate, acquire latency p50 \
+             acknowledged ones, stale writes the resource rejected, operations applied twice and retries (the workloads \
+             without a lock), acquire success rate, acquire latency p50 \
              (median over runs) / p99 (highest of the runs) in ms. Green: every run matched its expectation."
         }
     };
@@ -183,6 +203,8 @@ fn render_cell(c: &Cell) -> Markup {
             }
             div { "lost " (c.tally.lost_updates) " of " (c.tally.acknowledged_updates) }
             div { "rejected " (c.tally.stale_writes_rejected) }
+            @if let Some(twice) = c.tally.applied_twice { div { "applied twice " (twice) } }
+            @if c.tally.retries > 0 { div { "retries " (c.tally.retries) } }
             div { "acquired " (c.acquire_success_rate.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "–".into())) }
             div { "p50 " (ms(c.acquire_p50_ms)) " / p99 " (ms(c.acquire_p99_ms)) " ms" }
             div class="runs" {

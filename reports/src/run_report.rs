@@ -157,6 +157,7 @@ fn property_details(name: &str, c: &CheckResults) -> Markup {
         "resource_safety" => resource_safety_details(&c.resource_safety),
         "fencing" => fencing_details(&c.fencing),
         "holder_overlap" => holder_overlap_details(&c.holder_overlap),
+        "exactly_once" => exactly_once_details(&c.exactly_once),
         "linearizability" => match &c.linearizability {
             Some(checker::LinearizabilityCheck::Checked(l)) => linearizability_details(l),
             Some(checker::LinearizabilityCheck::NotChecked { error }) => {
@@ -231,6 +232,23 @@ fn holder_overlap_details(o: &checker::holder_overlap::HolderOverlap) -> Markup 
             ("ignoring validity (until release)", format!("{} overlaps, {:.0} ms", ignoring.overlaps, ignoring.total_overlap_ms), false),
         ],
         &o.notes,
+    )
+}
+
+fn exactly_once_details(o: &checker::ExactlyOnce) -> Markup {
+    count_list(
+        &[
+            ("operations", o.operations.to_string(), false),
+            ("deliveries (resends and redeliveries included)", o.deliveries.to_string(), false),
+            ("answered from the record (duplicates)", o.answered_from_record.to_string(), false),
+            ("claims refused at once", o.claims_refused.to_string(), false),
+            ("acknowledged", o.acknowledged.to_string(), false),
+            ("applied", o.applied.to_string(), false),
+            ("applied more than once", o.applied_twice.to_string(), o.applied_twice > 0),
+            ("acknowledged, never applied", o.acknowledged_missing.to_string(), o.acknowledged_missing > 0),
+            ("claimed, never done (the claimer died)", o.claimed_not_done.to_string(), false),
+        ],
+        &[],
     )
 }
 

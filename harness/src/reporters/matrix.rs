@@ -132,10 +132,16 @@ pub fn row(s: &Scenario) -> String {
     // The built-in etcd client's setting; a client program is its own client.
     let mutex = (!s.lock.check_key_after_wait && s.client.command.is_none()).then_some("etcd 3.4 Mutex");
     let program = s.client.command.as_deref().map(program_name);
-    let no_lock = match (s.workload.kind, s.workload.check_version) {
+    let no_lock = match (s.workload.kind, s.workload.broken()) {
         (WorkloadKind::Lock, _) => None,
-        (WorkloadKind::ConditionalWrite, true) => Some("conditional write, no lock"),
-        (WorkloadKind::ConditionalWrite, false) => Some("write without its version check, no lock"),
+        (WorkloadKind::ConditionalWrite, false) => Some("conditional write, no lock"),
+        (WorkloadKind::ConditionalWrite, true) => Some("write without its version check, no lock"),
+        (WorkloadKind::IdempotencyKey, false) => Some("idempotency key, no lock"),
+        (WorkloadKind::IdempotencyKey, true) => Some("idempotency key stored apart from the effect, no lock"),
+        (WorkloadKind::UniqueClaim, false) => Some("unique claim, no lock"),
+        (WorkloadKind::UniqueClaim, true) => Some("check-then-do claim without a constraint, no lock"),
+        (WorkloadKind::Partitioned, false) => Some("one owner per key, no lock"),
+        (WorkloadKind::Partitioned, true) => Some("one key shared without a lock"),
     };
     let extras: Vec<&str> = [resource, persistence, mutex, program.as_deref(), no_lock].into_iter().flatten().collect();
     if extras.is_empty() {

@@ -48,8 +48,18 @@ fn prefix(iteration: u32, runs: u32) -> String {
 
 pub fn run_line(prefix: &str, r: &RunResults, report: &Path) -> String {
     let rs = &r.properties.resource_safety;
+    let once = &r.properties.exactly_once;
+    // The workloads that name their operations say what happened to them.
+    let operations = if once.applies {
+        format!(
+            ", operations {} applied twice {} (deliveries {}, answered from the record {}, claims refused {})",
+            once.operations, once.applied_twice, once.deliveries, once.answered_from_record, once.claims_refused
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{prefix}{}: outcome {} (expected {}) — lost updates {}, interleaved sections {}, accepted writes {}, stale writes rejected {} — {}",
+        "{prefix}{}: outcome {} (expected {}) — lost updates {}, interleaved sections {}, accepted writes {}, stale writes rejected {}{operations} — {}",
         r.scenario,
         r.outcome,
         r.expect,
@@ -70,8 +80,16 @@ pub fn tally(runs: &[RunResults], planned: u32) -> String {
     let lost: u64 = runs.iter().map(|r| r.properties.resource_safety.lost_updates).sum();
     let acked: u64 = runs.iter().map(|r| r.properties.resource_safety.acknowledged_increments).sum();
     let share = if acked > 0 { 100.0 * lost as f64 / acked as f64 } else { 0.0 };
+    let once: Vec<_> = runs.iter().map(|r| &r.properties.exactly_once).filter(|o| o.applies).collect();
+    let operations = if once.is_empty() {
+        String::new()
+    } else {
+        let twice: u64 = once.iter().map(|o| o.applied_twice).sum();
+        let total: u64 = once.iter().map(|o| o.operations).sum();
+        format!("; {twice} of {total} operations applied twice")
+    };
     format!(
-        "tally: {matched}/{} runs matched ({} expected: violation {}, safe {}, unknown {}); {lost} of {acked} acknowledged updates lost ({share:.1}%)",
+        "tally: {matched}/{} runs matched ({} expected: violation {}, safe {}, unknown {}); {lost} of {acked} acknowledged updates lost ({share:.1}%){operations}",
         runs.len(),
         first.expect,
         count(Outcome::Violation),

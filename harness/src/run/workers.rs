@@ -59,7 +59,7 @@ impl<'a> Workers<'a> {
         // The first process keeps the plain names; later ones carry their process number.
         let stem = if incarnation == 0 { format!("client-{k}") } else { format!("client-{k}-p{process}") };
         let name = format!("client-{k}");
-        let mut config = WorkerConfig { process, events: WORKER_EVENTS.into(), ..self.template.clone() };
+        let mut config = WorkerConfig { process, client: k, events: WORKER_EVENTS.into(), ..self.template.clone() };
         if let Some((one, _)) = self.one_member(k) {
             config.backend = one;
         }

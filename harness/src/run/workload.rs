@@ -51,6 +51,8 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
     let stop_at = workload_start + limit_ms * 1_000_000;
     let template = WorkerConfig {
         process: 0,
+        // Set per client by Workers::start.
+        client: 0,
         t0_ns: ctx.clock.t0_ns,
         stop_at,
         backend: backend.client_config(cluster),

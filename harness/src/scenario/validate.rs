@@ -5,7 +5,6 @@
 
 use super::{LoadedScenario, Scenario, ScenarioError, Trigger};
 use crate::target::Target;
-use crate::worker::WorkloadKind;
 
 /// Re-checks the rules after command-line overrides (e.g. `--clients` below a fault's target).
 /// Fault times past a shortened time limit are fine there: those faults simply never fire.
@@ -38,14 +37,13 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
             "names no program: give the program and its arguments, e.g. [\"python3\", \"clients/my_lock.py\"]".into(),
         );
     }
-    if s.workload.kind == WorkloadKind::ConditionalWrite && s.client.command.is_some() {
-        return fail("client.command", "the conditional write takes no lock, so no lock client program".into());
+    if !s.workload.kind.takes_lock() && s.client.command.is_some() {
+        return fail("client.command", format!("the {} workload takes no lock, so no lock client program", s.workload.kind.name()));
     }
-    if !s.workload.check_version && s.workload.kind != WorkloadKind::ConditionalWrite {
-        return fail(
-            "workload.check_version",
-            "only the conditional write (workload.kind = \"conditional-write\") has a version to check".into(),
-        );
+    for (field, on, kind) in s.workload.broken_switches() {
+        if on && s.workload.kind != kind {
+            return fail(&format!("workload.{field}"), format!("belongs to workload.kind = \"{}\" only", kind.name()));
+        }
     }
     if s.lock.ttl_ms == 0 {
         return fail("lock.ttl_ms", "must be at least 1".into());

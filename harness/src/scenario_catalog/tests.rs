@@ -195,17 +195,37 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "the conditional write on a backend without a Postgres of the run's own",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[workload]\nkind = \"conditional-write\"\n",
-        "f.toml:5: field 'workload.kind': the conditional write keeps its counter in the run's own Postgres: backend postgres-xact (or -xact-pooler, -xact-replicated), not redis-single",
+        "f.toml:5: field 'workload.kind': conditional-write takes no lock and keeps its counter in the run's own Postgres: backend postgres-xact (or -xact-pooler, -xact-replicated), not redis-single",
+    ),
+    (
+        "the unique claim on a backend without a Postgres of the run's own",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"etcd\"\n[workload]\nkind = \"unique-claim\"\n",
+        "f.toml:5: field 'workload.kind': unique-claim takes no lock and keeps its counter in the run's own Postgres: backend postgres-xact (or -xact-pooler, -xact-replicated), not etcd",
     ),
     (
         "a version check without the conditional write",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[workload]\ncheck_version = false\n",
-        "f.toml:5: field 'workload.check_version': only the conditional write (workload.kind = \"conditional-write\") has a version to check",
+        "f.toml:5: field 'workload.check_version': belongs to workload.kind = \"conditional-write\" only",
+    ),
+    (
+        "the idempotency key's broken variant on another workload",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n[workload]\nkind = \"unique-claim\"\nkey_in_same_transaction = false\n",
+        "f.toml:6: field 'workload.key_in_same_transaction': belongs to workload.kind = \"idempotency-key\" only",
+    ),
+    (
+        "the unique claim's broken variant on a lock workload",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n[workload]\nclaim_by_insert = false\n",
+        "f.toml:5: field 'workload.claim_by_insert': belongs to workload.kind = \"unique-claim\" only",
+    ),
+    (
+        "shared keys without partitioning",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n[workload]\nkind = \"conditional-write\"\none_owner_per_key = false\n",
+        "f.toml:6: field 'workload.one_owner_per_key': belongs to workload.kind = \"partitioned\" only",
     ),
     (
         "a lock client program for a workload without a lock",
-        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n[client]\ncommand = [\"x\"]\n[workload]\nkind = \"conditional-write\"\n",
-        "f.toml:5: field 'client.command': the conditional write takes no lock, so no lock client program",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n[client]\ncommand = [\"x\"]\n[workload]\nkind = \"idempotency-key\"\n",
+        "f.toml:5: field 'client.command': the idempotency-key workload takes no lock, so no lock client program",
     ),
     (
         "persistence on a backend without it",

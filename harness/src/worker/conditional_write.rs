@@ -9,10 +9,14 @@
 //!
 //! `check_version = false` drops the condition: the broken variant, whose lost updates the
 //! checker must find.
+//!
+//! Partitioning (`kind = "partitioned"`) is the same round without the condition, on a key
+//! only this client touches (`{key}-{K}`); `one_owner_per_key = false`, its broken variant,
+//! puts every client on the one key.
 
-use super::{Recorder, WorkerConfig};
-use crate::lock_backends::postgres::{connect, describe, Session};
-use crate::lock_backends::ClientConfig;
+use super::no_lock_db::{bounded, Db, Failure};
+use super::{Recorder, WorkerConfig, WorkloadKind};
+use crate::lock_backends::postgres::Session;
 use checker::EventType;
 use std::time::{Duration, Instant};
 
@@ -26,43 +30,40 @@ const WRITE: &str = "WITH w AS (UPDATE ledger SET value = $2, version = version 
      SELECT count(*) FROM w";
 const ROW: &str = "INSERT INTO ledger (key, value, version) VALUES ($1, 0, 0) ON CONFLICT (key) DO NOTHING";
 
-pub async fn run(config: &WorkerConfig, rec: &mut Recorder) -> anyhow::Result<()> {
-    let ClientConfig::PostgresXact { addr } = &config.backend else {
-        anyhow::bail!("the conditional write needs the run's Postgres (backend postgres-xact), not {:?}", config.backend);
+pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyhow::Result<()> {
+    let w = &config.workload;
+    let (key, check_version) = match w.kind {
+        WorkloadKind::Partitioned if w.one_owner_per_key => (format!("{}-{}", w.key, config.client), false),
+        WorkloadKind::Partitioned => (w.key.clone(), false),
+        _ => (w.key.clone(), w.check_version),
     };
-    let op_timeout = Duration::from_millis(config.workload.op_timeout_ms);
-    let key = config.workload.key.clone();
-    let mut session: Option<Session> = None;
+    rec.key = key.clone();
+    let t = db.op_timeout;
+    let mut row_made = false;
     while rec.clock.now() < config.stop_at {
         let round_ends = Instant::now() + Duration::from_millis(config.lock.acquire_timeout_ms);
         loop {
-            let s = match &session {
-                Some(s) if !s.is_closed() => s,
-                _ => match connect(addr, op_timeout).await {
-                    Ok(s) => {
-                        // The row must exist for a conditional update to find it.
-                        if let Err(e) = tokio::time::timeout(op_timeout, s.client.execute(ROW, &[&key]))
-                            .await
-                            .map_err(|_| "timeout".to_string())
-                            .and_then(|r| r.map_err(|e| describe(&e)))
-                        {
-                            tracing::info!("creating the ledger row: {e}");
-                        }
-                        session.insert(s)
-                    }
-                    Err(e) => {
-                        tracing::info!("connecting: {e}");
-                        tokio::time::sleep(Duration::from_millis(config.lock.retry_ms)).await;
-                        break;
-                    }
-                },
+            let s = match db.session().await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::info!("connecting: {e}");
+                    tokio::time::sleep(Duration::from_millis(config.lock.retry_ms)).await;
+                    break;
+                }
             };
-            match attempt(config, rec, s, &key, op_timeout).await? {
+            // The row must exist for a conditional update to find it.
+            if !row_made {
+                match bounded(t, s.client.execute(ROW, &[&key])).await {
+                    Ok(_) => row_made = true,
+                    Err(e) => tracing::info!("creating the ledger row: {}", e.describe()),
+                }
+            }
+            match attempt(config, rec, s, &key, check_version, t).await? {
                 Attempt::Applied => break,
                 Attempt::Conflict if Instant::now() < round_ends && rec.clock.now() < config.stop_at => continue,
                 Attempt::Conflict => break,
                 Attempt::Broken => {
-                    session = None;
+                    db.reset();
                     break;
                 }
             }
@@ -80,24 +81,31 @@ enum Attempt {
     Broken,
 }
 
-/// Read, work, conditional write; each recorded.
-async fn attempt(config: &WorkerConfig, rec: &mut Recorder, s: &Session, key: &str, op_timeout: Duration) -> anyhow::Result<Attempt> {
+/// Read, work, (conditional) write; each recorded.
+async fn attempt(
+    config: &WorkerConfig,
+    rec: &mut Recorder,
+    s: &Session,
+    key: &str,
+    check_version: bool,
+    op_timeout: Duration,
+) -> anyhow::Result<Attempt> {
     let process = config.process as i64;
     rec.record(EventType::Invoke, "read", |_| {})?;
-    let read = tokio::time::timeout(op_timeout, s.client.query_opt(READ, &[&key, &(rec.clock.now() as i64), &process])).await;
+    let read = bounded(op_timeout, s.client.query_opt(READ, &[&key, &(rec.clock.now() as i64), &process])).await;
     let (value, version) = match read {
-        Ok(Ok(Some(row))) => (row.get::<_, i64>(0), row.get::<_, i64>(1)),
-        Ok(Ok(None)) => {
+        Ok(Some(row)) => (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+        Ok(None) => {
             rec.record(EventType::Fail, "read", |e| e.error = Some("no ledger row".into()))?;
             return Ok(Attempt::Broken);
         }
         // A read changes nothing the checker counts on: a failed one is simply not a read.
-        Ok(Err(e)) => {
-            rec.record(EventType::Fail, "read", |ev| ev.error = Some(describe(&e)))?;
+        Err(Failure::Refused(e)) => {
+            rec.record(EventType::Fail, "read", |ev| ev.error = Some(Failure::Refused(e).describe()))?;
             return Ok(Attempt::Broken);
         }
-        Err(_) => {
-            rec.record(EventType::Info, "read", |e| e.error = Some(format!("no answer within {op_timeout:?}")))?;
+        Err(Failure::Unknown(why)) => {
+            rec.record(EventType::Info, "read", |e| e.error = Some(why))?;
             return Ok(Attempt::Broken);
         }
     };
@@ -106,16 +114,14 @@ async fn attempt(config: &WorkerConfig, rec: &mut Recorder, s: &Session, key: &s
 
     let new_value = value + 1;
     rec.record(EventType::Invoke, "write", |e| e.value = new_value.into())?;
-    let condition = config.workload.check_version.then_some(version);
+    let condition = check_version.then_some(version);
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [&key, &new_value, &(rec.clock.now() as i64), &condition, &process];
-    let written = tokio::time::timeout(op_timeout, s.client.query_one(WRITE, &params)).await;
-    let (kind, error, next) = match written {
-        Ok(Ok(row)) if row.get::<_, i64>(0) == 1 => (EventType::Ok, None, Attempt::Applied),
-        Ok(Ok(_)) => (EventType::Fail, Some(format!("conflict: the version moved from {version}; nothing written")), Attempt::Conflict),
+    let (kind, error, next) = match bounded(op_timeout, s.client.query_one(WRITE, &params)).await {
+        Ok(row) if row.get::<_, i64>(0) == 1 => (EventType::Ok, None, Attempt::Applied),
+        Ok(_) => (EventType::Fail, Some(format!("conflict: the version moved from {version}; nothing written")), Attempt::Conflict),
+        Err(e @ Failure::Refused(_)) => (EventType::Fail, Some(e.describe()), Attempt::Broken),
         // The statement may have committed before the connection went: unknown.
-        Ok(Err(e)) if e.as_db_error().is_none() => (EventType::Info, Some(describe(&e)), Attempt::Broken),
-        Ok(Err(e)) => (EventType::Fail, Some(describe(&e)), Attempt::Broken),
-        Err(_) => (EventType::Info, Some(format!("no answer within {op_timeout:?}")), Attempt::Broken),
+        Err(Failure::Unknown(why)) => (EventType::Info, Some(why), Attempt::Broken),
     };
     rec.record(kind, "write", |e| {
         e.value = new_value.into();

@@ -28,6 +28,10 @@ pub struct WorkerConfig {
     /// Draws of the run (work times): the run's seed mixed with the process number.
     #[serde(default)]
     pub seed: u64,
+    /// The client's number (client-K: K), the same for every process of it: the workloads
+    /// that keep something per client (a partition's key, an outbox) find it by this.
+    #[serde(default)]
+    pub client: u32,
     /// A client program to drive instead of the built-in client (`[client] command`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<ProgramSpec>,
@@ -67,6 +71,26 @@ pub struct Workload {
     /// The conditional write's `WHERE version = n` (`false`: the broken variant).
     #[serde(default = "defaults::yes")]
     pub check_version: bool,
+    /// The idempotency key is stored in the transaction that applies the effect (`false`: the
+    /// broken variant: checked before, stored after, each on its own).
+    #[serde(default = "defaults::yes")]
+    pub key_in_same_transaction: bool,
+    /// The idempotency key's client sends the operation again when no answer came within this
+    /// time (a duplicate delivery while the first is still being handled).
+    #[serde(default = "defaults::resend_after_ms")]
+    pub resend_after_ms: u64,
+    /// A job is claimed by inserting its id under a unique constraint (`false`: the broken
+    /// variant: the client checks that nobody has done the job, does it, then records it).
+    #[serde(default = "defaults::yes")]
+    pub claim_by_insert: bool,
+    /// The unique claim's jobs: one falls due every this many ms of the run, for every client
+    /// at once (a scheduled job that each replica's timer fires).
+    #[serde(default = "defaults::job_every_ms")]
+    pub job_every_ms: u64,
+    /// Partitioning: each client owns the key `{key}-{K}` (`false`: the broken variant: they
+    /// all share `key`).
+    #[serde(default = "defaults::yes")]
+    pub one_owner_per_key: bool,
 }
 
 /// What protects the counter.
@@ -79,6 +103,51 @@ pub enum WorkloadKind {
     /// No lock: read the value and its version → work → write only if the version is unchanged
     /// (worker/conditional_write.rs).
     ConditionalWrite,
+    /// No lock: each operation carries a key stored with its effect in one transaction; a
+    /// duplicate delivery gets the stored result (worker/idempotency_key.rs).
+    IdempotencyKey,
+    /// No lock: jobs claimed by inserting their id; a second claim fails at once
+    /// (worker/unique_claim.rs).
+    UniqueClaim,
+    /// No lock: each key has one owner, the only client that touches it
+    /// (worker/conditional_write.rs, without the condition).
+    Partitioned,
+}
+
+impl WorkloadKind {
+    /// The article's alternatives: no lock, the counter in the run's own Postgres.
+    pub fn takes_lock(self) -> bool {
+        self == WorkloadKind::Lock
+    }
+
+    /// What the scenario calls it (`[workload] kind`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Lock => "lock",
+            WorkloadKind::ConditionalWrite => "conditional-write",
+            WorkloadKind::IdempotencyKey => "idempotency-key",
+            WorkloadKind::UniqueClaim => "unique-claim",
+            WorkloadKind::Partitioned => "partitioned",
+        }
+    }
+}
+
+impl Workload {
+    /// Each workload's switch to its broken variant: (field, whether it is switched, the kind
+    /// it belongs to). A switch on another kind is refused.
+    pub fn broken_switches(&self) -> [(&'static str, bool, WorkloadKind); 4] {
+        [
+            ("check_version", !self.check_version, WorkloadKind::ConditionalWrite),
+            ("key_in_same_transaction", !self.key_in_same_transaction, WorkloadKind::IdempotencyKey),
+            ("claim_by_insert", !self.claim_by_insert, WorkloadKind::UniqueClaim),
+            ("one_owner_per_key", !self.one_owner_per_key, WorkloadKind::Partitioned),
+        ]
+    }
+
+    /// Some switch to a broken variant is on.
+    pub fn broken(&self) -> bool {
+        self.broken_switches().iter().any(|(_, on, _)| *on)
+    }
 }
 
 impl Default for Workload {
@@ -93,6 +162,11 @@ impl Default for Workload {
             check_to_write_ms: 0,
             kind: WorkloadKind::Lock,
             check_version: true,
+            key_in_same_transaction: true,
+            resend_after_ms: defaults::resend_after_ms(),
+            claim_by_insert: true,
+            job_every_ms: defaults::job_every_ms(),
+            one_owner_per_key: true,
         }
     }
 }
@@ -112,5 +186,11 @@ mod defaults {
     }
     pub fn yes() -> bool {
         true
+    }
+    pub fn resend_after_ms() -> u64 {
+        500
+    }
+    pub fn job_every_ms() -> u64 {
+        500
     }
 }

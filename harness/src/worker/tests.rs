@@ -38,6 +38,7 @@ fn config(dir: &std::path::Path, resource: SocketAddr, run_ms: u64) -> WorkerCon
     let t0_ns = crate::clock::monotonic_ns();
     WorkerConfig {
         process: 3,
+        client: 3,
         t0_ns,
         stop_at: run_ms * 1_000_000,
         backend: ClientConfig::RedisSingle { addr: "unused:0".into() },

@@ -4,7 +4,7 @@
 //! reader sees times, processes, values and tokens without opening history.jsonl.
 
 use super::secs;
-use checker::{CheckResults, Event, Interleaving, Process, ResourceSafety};
+use checker::{CheckResults, Event, ExactlyOnce, Interleaving, Process, ResourceSafety};
 use maud::{html, Markup};
 use std::collections::{HashMap, HashSet};
 
@@ -14,6 +14,7 @@ pub(super) fn section(c: &CheckResults, history: &[Event]) -> Markup {
         section id="violations" {
             h2 { "Violations" }
             (resource_safety(&c.resource_safety, history))
+            @if c.exactly_once.applies { (exactly_once(&c.exactly_once, history)) }
         }
     }
 }
@@ -54,6 +55,47 @@ fn resource_safety(rs: &ResourceSafety, history: &[Event]) -> Markup {
             }
             @if rs.evidence_omitted > 0 {
                 p { "… and " (rs.evidence_omitted) " more interleaved section(s), not listed." }
+            }
+        }
+    }
+}
+
+fn exactly_once(o: &ExactlyOnce, history: &[Event]) -> Markup {
+    let wanted: HashSet<u64> = o.applied_twice_evidence.iter().flat_map(|a| a.writes.iter().copied()).collect();
+    let events: HashMap<u64, &Event> = history.iter().filter(|e| wanted.contains(&e.index)).map(|e| (e.index, e)).collect();
+    html! {
+        @if o.applied_twice == 0 && o.acknowledged_missing == 0 {
+            p class="good" { "No operation applied twice; every acknowledged operation applied." }
+        }
+        @if o.applied_twice > 0 {
+            p class="bad" { (o.applied_twice) " operation(s) applied more than once:" }
+            ol class="violations" {
+                @for a in &o.applied_twice_evidence {
+                    li class="violation" {
+                        "Operation “" (a.op) "” applied " (a.total) " times, by the database's record: "
+                        @for (i, index) in a.writes.iter().enumerate() {
+                            @if i > 0 { ", " }
+                            "#" (index)
+                            @if let Some(e) = events.get(index) {
+                                " (client " (e.client.map(|c| c.to_string()).unwrap_or_default()) " at " (secs(e.time)) " s, value " (e.value) ")"
+                            }
+                        }
+                        "."
+                    }
+                }
+            }
+            @if o.applied_twice > o.applied_twice_evidence.len() as u64 {
+                p { "… and " (o.applied_twice - o.applied_twice_evidence.len() as u64) " more, not listed." }
+            }
+        }
+        @if o.acknowledged_missing > 0 {
+            p class="bad" {
+                (o.acknowledged_missing) " operation(s) acknowledged to a client that the database never applied: events "
+                @for (i, index) in o.acknowledged_missing_evidence.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    "#" (index)
+                }
+                "."
             }
         }
     }

@@ -44,10 +44,17 @@ pub struct Setup {
 
 /// The tables of the xact variant. `time_ns` is the worker's run time when it sent the
 /// statement; `seq` the order in which the server executed the inserts.
-// `version`: the conditional write's (worker/conditional_write.rs); the locks leave it at 0.
+// The rest serve the workloads without a lock (worker/*.rs): `version` the conditional
+// write's (the locks leave it at 0); `op` in the log names the operation a write applies or a
+// duplicate delivery (`dedup`) was answered for; `idempotency` and `outbox` the idempotency
+// key's; `claims` the unique claim's, `jobs_done` its broken variant's (no constraint).
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS ledger (key text PRIMARY KEY, value bigint NOT NULL, version bigint NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS ledger_log (seq bigserial PRIMARY KEY, time_ns bigint NOT NULL, client bigint NOT NULL,
-  key text NOT NULL, f text NOT NULL, value bigint NOT NULL);";
+  key text NOT NULL, f text NOT NULL, value bigint NOT NULL, op text);
+CREATE TABLE IF NOT EXISTS idempotency (op text PRIMARY KEY, result bigint);
+CREATE TABLE IF NOT EXISTS outbox (client bigint PRIMARY KEY, op text NOT NULL);
+CREATE TABLE IF NOT EXISTS claims (job bigint PRIMARY KEY, client bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs_done (job bigint NOT NULL, client bigint NOT NULL);";
 
 async fn psql(cluster: &Cluster, sql: &str) -> anyhow::Result<String> {
     psql_on(cluster, NODE, sql).await
@@ -156,7 +163,7 @@ impl BackendSetup for Setup {
         let out = psql_on(
             cluster,
             node,
-            "SELECT json_build_object('time', time_ns, 'client', client, 'key', key, 'f', f, 'value', value) FROM ledger_log ORDER BY seq",
+            "SELECT json_build_object('time', time_ns, 'client', client, 'key', key, 'f', f, 'value', value, 'op', op) FROM ledger_log ORDER BY seq",
         )
         .await
         .context("reading ledger_log")?;
@@ -193,6 +200,8 @@ struct Row {
     key: String,
     f: String,
     value: i64,
+    #[serde(default)]
+    op: Option<String>,
 }
 
 /// One `ledger_log` row as the resource's record: a committed read or write is an accepted one.
@@ -202,6 +211,7 @@ fn parse_row(line: &str) -> anyhow::Result<Event> {
     ev.key = Some(row.key);
     ev.client = Some(row.client);
     ev.value = row.value.into();
+    ev.op = row.op;
     Ok(ev)
 }
 
@@ -214,5 +224,7 @@ mod tests {
         let ev = parse_row(r#"{"time" : 120, "client" : 2, "key" : "ledger", "f" : "write", "value" : 7}"#).unwrap();
         let line = serde_json::to_string(&ev).unwrap();
         assert_eq!(line, r#"{"index":0,"time":120,"process":"resource","type":"ok","f":"write","key":"ledger","value":7,"client":2}"#);
+        let ev = parse_row(r#"{"time" : 130, "client" : 1, "key" : "ledger", "f" : "dedup", "value" : 7, "op" : "1-p1-4"}"#).unwrap();
+        assert_eq!(ev.op.as_deref(), Some("1-p1-4"));
     }
 }
