@@ -29,6 +29,7 @@ pub mod scenario;
 pub mod scenario_catalog;
 pub mod schedule;
 pub mod series;
+pub mod sweep;
 pub mod target;
 pub mod wait;
 pub mod worker;

@@ -12,6 +12,8 @@ use std::sync::Arc;
 pub struct Series {
     /// The results of every run that produced them.
     pub runs: Vec<RunResults>,
+    /// Their run folders, in the same order.
+    pub dirs: Vec<std::path::PathBuf>,
     /// The error that stopped the series, if one did.
     pub error: Option<String>,
     /// Ctrl-C or SIGTERM stopped it: a matrix stops too.
@@ -51,6 +53,7 @@ pub async fn run_series(loaded: Arc<LoadedScenario>, opts: &RunOptions, count: u
                     dir: outcome.dir.clone(),
                 });
                 series.runs.push(results);
+                series.dirs.push(outcome.dir.clone());
                 series.interrupted_by_signal = outcome.interrupted_by_signal;
                 if let Some(error) = outcome.error {
                     let error = format!("{error} (partial results in {})", outcome.dir.display());

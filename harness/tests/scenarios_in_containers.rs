@@ -65,6 +65,19 @@ fn lost_updates(r: &Value) -> Result<(), String> {
     ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
 }
 
+/// The workloads that name their operations: exactly once held (`violated`: did not), with
+/// no warnings.
+fn exactly_once(r: &Value, violated: bool) -> Result<(), String> {
+    let once = &r["properties"]["exactly_once"];
+    let twice = once["applied_twice"].as_u64().unwrap_or(0);
+    let held = r["outcome"] == "safe" && twice == 0 && once["applied"].as_u64() > Some(3);
+    let broke = r["outcome"] == "violation" && twice > 0;
+    ok_if(
+        if violated { broke } else { held } && no_warnings(r),
+        format!("expected exactly once {}: {once} {}", if violated { "violated" } else { "held" }, r["warnings"]),
+    )
+}
+
 const CASES: &[Case] = &[
     Case {
         scenario: "redis-single-baseline",
@@ -172,6 +185,46 @@ const CASES: &[Case] = &[
         },
     },
     Case { scenario: "cas-no-version-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates_cleanly },
+    // The idempotency key answers the resends from its record; checked and stored apart, it applies them again.
+    Case {
+        scenario: "idempotency-duplicate-delivery",
+        secs: 10,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            exactly_once(r, false)?;
+            let answered = r["properties"]["exactly_once"]["answered_from_record"].as_u64().unwrap_or(0);
+            ok_if(answered > 0, format!("expected duplicates answered from the record: {}", r["properties"]["exactly_once"]))
+        },
+    },
+    Case { scenario: "idempotency-key-apart", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| exactly_once(r, true) },
+    // Jobs claimed by insert: the loser fails at once; checked first and recorded after, both do it.
+    Case {
+        scenario: "unique-claim-pause",
+        secs: 10,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            exactly_once(r, false)?;
+            let refused = r["properties"]["exactly_once"]["claims_refused"].as_u64().unwrap_or(0);
+            ok_if(refused > 0, format!("expected claims refused: {}", r["properties"]["exactly_once"]))
+        },
+    },
+    Case { scenario: "unique-claim-check-then-do", secs: 10, disturb: Disturb::Nothing, exit: 0, check: |r| exactly_once(r, true) },
+    // Partitioning: each client on its own key, a plain write, nothing lost.
+    Case {
+        scenario: "partitioned-pause",
+        secs: 10,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            let keys = &rs(r)["final_values"];
+            ok_if(
+                r["outcome"] == "safe" && keys["ledger-1"].as_i64() > Some(0) && keys["ledger-2"].as_i64() > Some(0) && no_warnings(r),
+                format!("expected safe on two keys: {}", rs(r)),
+            )
+        },
+    },
     Case { scenario: "redis-single-partition", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates_cleanly },
     Case { scenario: "etcd-partition-fenced", secs: 14, disturb: Disturb::Nothing, exit: 0, check: stale_write_rejected },
     Case { scenario: "etcd-pause-fenced-postgres-table", secs: 12, disturb: Disturb::Nothing, exit: 0, check: stale_write_rejected },

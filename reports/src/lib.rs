@@ -1,5 +1,5 @@
 //! Human-readable evidence for lockchaos runs: the per-run report, the store's index, the
-//! measured matrix and JUnit XML. Presentation only: what a run produced is in `results`.
+//! measured matrix, the sweep and JUnit XML. Presentation only: what a run produced is in `results`.
 
 pub mod decision_table;
 pub mod junit;
@@ -7,6 +7,7 @@ pub mod matrix;
 mod page;
 pub mod run_index;
 pub mod run_report;
+pub mod sweep;
 
 pub use decision_table::DecisionTable;
 pub use matrix::{Matrix, MatrixRun};

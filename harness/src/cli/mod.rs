@@ -8,6 +8,7 @@ mod list;
 mod matrix;
 mod resource;
 mod scenario;
+mod sweep;
 mod worker;
 
 use clap::{Parser, Subcommand};
@@ -27,6 +28,9 @@ pub enum Command {
     /// Run many scenarios and measure the backend-by-failure table: matrix.json and
     /// matrix.html in the store. Exit 0 when every cell matched its expectation in every run.
     Matrix(matrix::Args),
+    /// The price of a lock: run scenarios with 1, 2, 4, … clients (`--clients`) and measure
+    /// writes per second per key and acquire latency: sweep.json and sweep.html in the store.
+    Sweep(sweep::Args),
     /// Check a history (ours or Jepsen's EDN) or a run folder: lock safety, fencing, holder
     /// overlap, and with --model linearizability. Exit 0 valid, 1 invalid, 2 unknown or error.
     Check(check::Args),
@@ -52,6 +56,7 @@ impl Command {
         match self {
             Command::Scenario(args) => scenario::run(args).await,
             Command::Matrix(args) => matrix::run(args).await,
+            Command::Sweep(args) => sweep::run(args).await,
             Command::Check(args) => check::run(args),
             Command::List(args) => list::run(args),
             Command::Clean(args) => clean::run(args).await,

@@ -77,8 +77,11 @@ pub fn tally(runs: &[RunResults], planned: u32) -> String {
     };
     let count = |o: Outcome| runs.iter().filter(|r| r.outcome == o).count();
     let matched = runs.iter().filter(|r| r.matches_expectation).count();
-    let lost: u64 = runs.iter().map(|r| r.properties.resource_safety.lost_updates).sum();
-    let acked: u64 = runs.iter().map(|r| r.properties.resource_safety.acknowledged_increments).sum();
+    // Operations acknowledged to a client count as updates too (the workloads that name them
+    // record `apply`, not `write`).
+    let lost: u64 = runs.iter().map(|r| r.properties.resource_safety.lost_updates + r.properties.exactly_once.acknowledged_missing).sum();
+    let acked: u64 =
+        runs.iter().map(|r| r.properties.resource_safety.acknowledged_increments + r.properties.exactly_once.acknowledged).sum();
     let share = if acked > 0 { 100.0 * lost as f64 / acked as f64 } else { 0.0 };
     let once: Vec<_> = runs.iter().map(|r| &r.properties.exactly_once).filter(|o| o.applies).collect();
     let operations = if once.is_empty() {

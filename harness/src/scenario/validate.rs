@@ -40,6 +40,9 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
     if !s.workload.kind.takes_lock() && s.client.command.is_some() {
         return fail("client.command", format!("the {} workload takes no lock, so no lock client program", s.workload.kind.name()));
     }
+    if s.workload.keys == 0 || (s.workload.keys > 1 && s.workload.kind != crate::worker::WorkloadKind::ConditionalWrite) {
+        return fail("workload.keys", format!("{}: only the conditional write spreads over keys (at least 1)", s.workload.keys));
+    }
     for (field, on, kind) in s.workload.broken_switches() {
         if on && s.workload.kind != kind {
             return fail(&format!("workload.{field}"), format!("belongs to workload.kind = \"{}\" only", kind.name()));

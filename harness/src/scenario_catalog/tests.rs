@@ -223,6 +223,11 @@ const BAD: &[(&str, &str, &str)] = &[
         "f.toml:6: field 'workload.one_owner_per_key': belongs to workload.kind = \"partitioned\" only",
     ),
     (
+        "keys spread on a lock workload",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n[workload]\nkeys = 4\n",
+        "f.toml:5: field 'workload.keys': 4: only the conditional write spreads over keys (at least 1)",
+    ),
+    (
         "a lock client program for a workload without a lock",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n[client]\ncommand = [\"x\"]\n[workload]\nkind = \"idempotency-key\"\n",
         "f.toml:5: field 'client.command': the idempotency-key workload takes no lock, so no lock client program",

@@ -10,6 +10,8 @@
 //! `check_version = false` drops the condition: the broken variant, whose lost updates the
 //! checker must find.
 //!
+//! `keys = N` spreads the rounds over N keys, one drawn per round (no hot key).
+//!
 //! Partitioning (`kind = "partitioned"`) is the same round without the condition, on a key
 //! only this client touches (`{key}-{K}`); `one_owner_per_key = false`, its broken variant,
 //! puts every client on the one key.
@@ -18,6 +20,8 @@ use super::no_lock_db::{bounded, Db, Failure};
 use super::{Recorder, WorkerConfig, WorkloadKind};
 use crate::lock_backends::postgres::Session;
 use checker::EventType;
+use rand::Rng;
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 const READ: &str = "WITH r AS (SELECT value, version FROM ledger WHERE key = $1), \
@@ -37,10 +41,11 @@ pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyh
         WorkloadKind::Partitioned => (w.key.clone(), false),
         _ => (w.key.clone(), w.check_version),
     };
-    rec.key = key.clone();
     let t = db.op_timeout;
-    let mut row_made = false;
+    let mut rows_made: HashSet<String> = HashSet::new();
     while rec.clock.now() < config.stop_at {
+        let key = if w.keys > 1 { format!("{}-{}", w.key, rec.rng.random_range(1..=w.keys)) } else { key.clone() };
+        rec.key = key.clone();
         let round_ends = Instant::now() + Duration::from_millis(config.lock.acquire_timeout_ms);
         loop {
             let s = match db.session().await {
@@ -52,9 +57,9 @@ pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyh
                 }
             };
             // The row must exist for a conditional update to find it.
-            if !row_made {
+            if !rows_made.contains(&key) {
                 match bounded(t, s.client.execute(ROW, &[&key])).await {
-                    Ok(_) => row_made = true,
+                    Ok(_) => _ = rows_made.insert(key.clone()),
                     Err(e) => tracing::info!("creating the ledger row: {}", e.describe()),
                 }
             }

@@ -71,6 +71,10 @@ pub struct Workload {
     /// The conditional write's `WHERE version = n` (`false`: the broken variant).
     #[serde(default = "defaults::yes")]
     pub check_version: bool,
+    /// The conditional write spread over this many keys (`{key}-1` … `{key}-N`), one drawn
+    /// per round: no hot key.
+    #[serde(default = "defaults::keys")]
+    pub keys: u32,
     /// The idempotency key is stored in the transaction that applies the effect (`false`: the
     /// broken variant: checked before, stored after, each on its own).
     #[serde(default = "defaults::yes")]
@@ -162,6 +166,7 @@ impl Default for Workload {
             check_to_write_ms: 0,
             kind: WorkloadKind::Lock,
             check_version: true,
+            keys: 1,
             key_in_same_transaction: true,
             resend_after_ms: defaults::resend_after_ms(),
             claim_by_insert: true,
@@ -186,6 +191,9 @@ mod defaults {
     }
     pub fn yes() -> bool {
         true
+    }
+    pub fn keys() -> u32 {
+        1
     }
     pub fn resend_after_ms() -> u64 {
         500

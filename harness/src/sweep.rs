@@ -1,0 +1,110 @@
+//! A sweep (`lockchaos sweep SCENARIO… --clients 1,2,4,8,16`): each scenario run once per client
+//! count, each run an ordinary run in the store, then measured together (reports/src/sweep.rs)
+//! into `STORE/sweeps/<UTC start>/sweep.json` and `sweep.html`. The price of a lock: with one
+//! holder at a time, the writes per key cannot pass 1000 / work_ms however many clients wait.
+
+use crate::events::EventSink;
+use crate::reporters::matrix::row;
+use crate::run::RunOptions;
+use crate::scenario::LoadedScenario;
+use crate::series;
+use anyhow::Context;
+use reports::sweep::{self, Sweep, SweepLine};
+use results::Outcome;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub struct SweepOptions {
+    pub store: PathBuf,
+    pub clients: Vec<u32>,
+    pub time_limit_secs: Option<u64>,
+}
+
+/// How a sweep ended: what it measured, where it wrote it, and its exit status (0: every run
+/// matched its expectation and no lock passed its ceiling; 1: one did not or one did; 2: a run
+/// ended unknown or in an error, or the sweep was interrupted).
+pub struct SweepOutcome {
+    pub sweep: Sweep,
+    pub dir: PathBuf,
+    pub exit_code: u8,
+}
+
+/// The lock's ceiling per key: 1000 / the shortest work time. None without a lock (or with no
+/// work, where the ceiling is the servers' speed, not the lock's).
+pub fn ceiling_per_sec(s: &LoadedScenario) -> Option<f64> {
+    let w = &s.scenario.workload;
+    (w.kind.takes_lock() && w.work_ms.min > 0).then(|| 1000.0 / w.work_ms.min as f64)
+}
+
+pub async fn run_sweep(scenarios: Vec<LoadedScenario>, opts: &SweepOptions, events: &EventSink) -> anyhow::Result<SweepOutcome> {
+    let store = std::fs::canonicalize(&opts.store).with_context(|| format!("cannot resolve the store {}", opts.store.display()))?;
+    let dir = store.join("sweeps").join(chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string());
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut sweep = Sweep { clients: opts.clients.clone(), lines: Vec::new() };
+    let mut exit_code = 0;
+    'scenarios: for loaded in scenarios {
+        let ceiling = ceiling_per_sec(&loaded);
+        let mut line =
+            SweepLine { scenario: loaded.name.clone(), label: row(&loaded.scenario), ceiling_per_sec: ceiling, points: Vec::new() };
+        let loaded = Arc::new(loaded);
+        for &clients in &opts.clients {
+            let run_opts =
+                RunOptions { store: store.clone(), time_limit_secs: opts.time_limit_secs, seed: None, clients: Some(clients), exe: None };
+            let series = series::run_series(loaded.clone(), &run_opts, 1, events).await;
+            let (Some(results), Some(run_dir)) = (series.runs.first(), series.dirs.first()) else {
+                exit_code = 2;
+                sweep.lines.push(line);
+                break 'scenarios;
+            };
+            let history = checker::read_history_file(&run_dir.join("history.jsonl"))
+                .with_context(|| format!("reading the history of {}", run_dir.display()))?;
+            let point = sweep::point(results, &history.events, report_link(&store, run_dir), ceiling);
+            exit_code = exit_code.max(match (results.outcome, results.matches_expectation && point.above_ceiling != Some(true)) {
+                (Outcome::Unknown, _) => 2,
+                (_, true) => 0,
+                (_, false) => 1,
+            });
+            line.points.push(point);
+            if series.error.is_some() || series.interrupted_by_signal {
+                exit_code = 2;
+                sweep.lines.push(line);
+                break 'scenarios;
+            }
+        }
+        sweep.lines.push(line);
+    }
+    std::fs::write(dir.join("sweep.json"), serde_json::to_vec_pretty(&sweep)?).with_context(|| format!("writing {}", dir.display()))?;
+    std::fs::write(dir.join("sweep.html"), sweep::render_html(&sweep, "lockchaos sweep: the price of a lock"))
+        .with_context(|| format!("writing {}", dir.display()))?;
+    Ok(SweepOutcome { sweep, dir, exit_code })
+}
+
+/// A run's report as sweep.html (in STORE/sweeps/<start>/) reaches it.
+fn report_link(store: &Path, run_dir: &Path) -> String {
+    match run_dir.strip_prefix(store) {
+        Ok(rel) => format!("../../{}/report.html", rel.display()),
+        Err(_) => run_dir.join("report.html").display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_are_reached_from_the_sweep_folder() {
+        assert_eq!(
+            report_link(Path::new("/s"), Path::new("/s/redis-single/20261205T0900Z")),
+            "../../redis-single/20261205T0900Z/report.html"
+        );
+    }
+
+    #[test]
+    fn the_ceiling_is_a_lock_workload_s_shortest_work() {
+        let load = |text: &str| crate::scenario::load_text(text.to_string(), Path::new("s.toml")).expect("scenario");
+        let lock = load("description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[workload]\nwork_ms = [200, 400]\n");
+        assert_eq!(ceiling_per_sec(&lock), Some(5.0));
+        let cas = load("description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n[workload]\nkind = \"conditional-write\"\nwork_ms = 200\n");
+        assert_eq!(ceiling_per_sec(&cas), None);
+    }
+}
