@@ -65,11 +65,14 @@ impl ExactlyOnce {
     }
 }
 
+/// One operation's applications in the record: (`Event.index`, the client that applied it).
+type Applications = Vec<(u64, Option<u64>)>;
+
 pub fn check_exactly_once(events: &[Event], max_evidence: usize) -> ExactlyOnce {
     let mut delivered: HashSet<&str> = HashSet::new();
     let mut acknowledged: BTreeMap<&str, u64> = BTreeMap::new();
     let mut claimed: HashSet<&str> = HashSet::new();
-    let mut writes: HashMap<&str, Vec<(u64, Option<u64>)>> = HashMap::new();
+    let mut writes: HashMap<&str, Applications> = HashMap::new();
     let mut r = ExactlyOnce {
         applies: false,
         verdict: Verdict::Unknown,
@@ -113,7 +116,7 @@ pub fn check_exactly_once(events: &[Event], max_evidence: usize) -> ExactlyOnce 
     r.claimed_not_done = claimed.iter().filter(|op| !writes.contains_key(*op)).count() as u64;
 
     // In the order of the first application, so the evidence reads along the history.
-    let mut twice: Vec<(&str, &Vec<(u64, Option<u64>)>)> = writes.iter().filter(|(_, w)| w.len() > 1).map(|(op, w)| (*op, w)).collect();
+    let mut twice: Vec<(&str, &Applications)> = writes.iter().filter(|(_, w)| w.len() > 1).map(|(op, w)| (*op, w)).collect();
     twice.sort_by_key(|(_, w)| w[0].0);
     r.applied_twice = twice.len() as u64;
     for (op, w) in twice.into_iter().take(max_evidence) {
