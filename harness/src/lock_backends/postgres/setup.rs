@@ -167,7 +167,8 @@ impl BackendSetup for Setup {
         )
         .await
         .context("reading ledger_log")?;
-        out.lines().filter(|l| !l.trim().is_empty()).map(parse_row).collect::<anyhow::Result<Vec<_>>>().map(Some)
+        let records = out.lines().filter(|l| !l.trim().is_empty()).map(parse_row).collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Some(in_server_order(records)))
     }
 }
 
@@ -204,6 +205,20 @@ struct Row {
     op: Option<String>,
 }
 
+/// `time_ns` is when a worker sent the statement; two sent a microsecond apart may run in the
+/// other order (the workloads without a lock send them concurrently), and the history is merged
+/// by time. `seq` is the order the server ran them: each time is lifted to at least the one
+/// before it, so the merge keeps that order. A lifted time still lies between the statement's
+/// sending and its running (the earlier statement was sent at it and ran before this one).
+fn in_server_order(mut records: Vec<Event>) -> Vec<Event> {
+    let mut latest = 0;
+    for r in &mut records {
+        latest = latest.max(r.time);
+        r.time = latest;
+    }
+    records
+}
+
 /// One `ledger_log` row as the resource's record: a committed read or write is an accepted one.
 fn parse_row(line: &str) -> anyhow::Result<Event> {
     let row: Row = serde_json::from_str(line).with_context(|| format!("ledger_log row {line}"))?;
@@ -218,6 +233,15 @@ fn parse_row(line: &str) -> anyhow::Result<Event> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_keep_the_server_s_order_when_merged_by_time() {
+        let rows = [(100, 31), (90, 32), (120, 33)].map(|(time, value)| {
+            parse_row(&format!(r#"{{"time": {time}, "client": 1, "key": "k", "f": "write", "value": {value}}}"#)).unwrap()
+        });
+        let times: Vec<u64> = in_server_order(rows.to_vec()).iter().map(|e| e.time).collect();
+        assert_eq!(times, [100, 100, 120]);
+    }
 
     #[test]
     fn ledger_log_rows_become_accepted_resource_records() {
