@@ -28,6 +28,11 @@ pub struct ExactlyOnce {
     pub operations: u64,
     /// Deliveries (`apply` invokes), resends and redeliveries included.
     pub deliveries: u64,
+    /// Deliveries of an operation already delivered, by a client that had not claimed it: a
+    /// resend after a timeout, a redelivery after a crash. (Two claimers of one job are not a
+    /// resend: that is the job done twice.)
+    #[serde(default)]
+    pub resent: u64,
     /// Distinct operations acknowledged to a client.
     pub acknowledged: u64,
     /// Distinct operations the database applied.
@@ -72,12 +77,14 @@ pub fn check_exactly_once(events: &[Event], max_evidence: usize) -> ExactlyOnce 
     let mut delivered: HashSet<&str> = HashSet::new();
     let mut acknowledged: BTreeMap<&str, u64> = BTreeMap::new();
     let mut claimed: HashSet<&str> = HashSet::new();
+    let mut claimed_by: HashSet<(&str, u64)> = HashSet::new();
     let mut writes: HashMap<&str, Applications> = HashMap::new();
     let mut r = ExactlyOnce {
         applies: false,
         verdict: Verdict::Unknown,
         operations: 0,
         deliveries: 0,
+        resent: 0,
         acknowledged: 0,
         applied: 0,
         answered_from_record: 0,
@@ -92,15 +99,18 @@ pub fn check_exactly_once(events: &[Event], max_evidence: usize) -> ExactlyOnce 
         let Some(op) = e.op.as_deref() else { continue };
         r.applies = true;
         match (&e.process, e.f.as_str(), e.kind) {
-            (Process::Client(_), "apply", EventType::Invoke) => {
+            (Process::Client(c), "apply", EventType::Invoke) => {
                 r.deliveries += 1;
-                delivered.insert(op);
+                if !delivered.insert(op) && !claimed_by.contains(&(op, *c)) {
+                    r.resent += 1;
+                }
             }
             (Process::Client(_), "apply", EventType::Ok) => {
                 acknowledged.entry(op).or_insert(e.index);
             }
-            (Process::Client(_), "claim", EventType::Ok) => {
+            (Process::Client(c), "claim", EventType::Ok) => {
                 claimed.insert(op);
+                claimed_by.insert((op, *c));
             }
             (Process::Client(_), "claim", EventType::Fail) => r.claims_refused += 1,
             (p, "write", EventType::Ok) if p.is_named(Process::RESOURCE) => {
@@ -178,7 +188,7 @@ mod tests {
             .client(1, EventType::Ok, "apply", "1-1");
         let r = check_exactly_once(&h.0, 10);
         assert_eq!(r.verdict, Verdict::Valid);
-        assert_eq!((r.operations, r.deliveries, r.applied, r.answered_from_record), (1, 2, 1, 1));
+        assert_eq!((r.operations, r.deliveries, r.resent, r.applied, r.answered_from_record), (1, 2, 1, 1, 1));
     }
 
     #[test]
@@ -220,6 +230,18 @@ mod tests {
         let r = check_exactly_once(&h.0, 10);
         assert_eq!(r.verdict, Verdict::Valid);
         assert_eq!((r.claims_refused, r.claimed_not_done), (1, 1));
+    }
+
+    #[test]
+    fn two_claimers_doing_one_job_are_not_a_resend() {
+        let mut h = H(vec![]);
+        for c in [1, 2] {
+            h.client(c, EventType::Invoke, "claim", "job-1").client(c, EventType::Ok, "claim", "job-1");
+        }
+        h.client(1, EventType::Invoke, "apply", "job-1").client(2, EventType::Invoke, "apply", "job-1");
+        h.resource("write", "job-1", 1).resource("write", "job-1", 2);
+        let r = check_exactly_once(&h.0, 10);
+        assert_eq!((r.deliveries, r.resent, r.applied_twice), (2, 0, 1));
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub struct RunTally {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applied_twice: Option<u64>,
     /// What the lock-free workloads paid instead of waiting: conditional writes refused on a
-    /// conflict, claims refused, deliveries sent again.
+    /// conflict, claims refused, operations sent again.
     #[serde(default)]
     pub retries: u64,
     pub reports: Vec<String>,
@@ -98,7 +98,7 @@ impl RunTally {
                 .then(|| sum(&|r| r.properties.exactly_once.applied_twice)),
             retries: sum(&|r| {
                 let once = &r.properties.exactly_once;
-                r.properties.resource_safety.refused_writes + once.claims_refused + once.deliveries.saturating_sub(once.operations)
+                r.properties.resource_safety.refused_writes + once.claims_refused + once.resent
             }),
             reports: runs.iter().map(|r| r.report.clone()).collect(),
         }

@@ -239,7 +239,8 @@ fn exactly_once_details(o: &checker::ExactlyOnce) -> Markup {
     count_list(
         &[
             ("operations", o.operations.to_string(), false),
-            ("deliveries (resends and redeliveries included)", o.deliveries.to_string(), false),
+            ("deliveries", o.deliveries.to_string(), false),
+            ("sent again (after a timeout, a crash)", o.resent.to_string(), false),
             ("answered from the record (duplicates)", o.answered_from_record.to_string(), false),
             ("claims refused at once", o.claims_refused.to_string(), false),
             ("acknowledged", o.acknowledged.to_string(), false),

@@ -73,8 +73,11 @@ impl Reporter for MatrixReport {
         std::fs::write(&table_html, decision_table::render_html(&table, "lockchaos: the decision table, measured"))
             .with_context(|| format!("writing {}", table_html.display()))?;
         for c in &m.cells {
+            // The workloads without a lock: what they applied twice and what they retried.
+            let twice = c.tally.applied_twice.map(|n| format!(" applied twice {n}")).unwrap_or_default();
+            let retries = if c.tally.retries > 0 { format!(" retries {}", c.tally.retries) } else { String::new() };
             print_line!(
-                "{:<40} {:<22} violation {}/{} (expect {}) lost {} rejected {} acquired {} {}",
+                "{:<40} {:<22} violation {}/{} (expect {}) lost {} rejected {}{twice}{retries} acquired {} {}",
                 c.row,
                 c.column,
                 c.tally.runs_with_violation,
