@@ -3,8 +3,10 @@
 //! operation acknowledged to a client was applied. Computed from the database's own record.
 //!
 //! Records read (others are ignored):
-//! - a client's `apply` (invoke: one delivery of the operation; ok: acknowledged; fail: told it
-//!   did not happen; info: unknown) and `claim` (fail: another client holds the job);
+//! - a client's `apply` (invoke: the operation's first delivery by that client; ok:
+//!   acknowledged; fail: told it did not happen; info: unknown) and `claim` (fail: another
+//!   client holds the job);
+//! - the delivery process's `resend`: the operation sent again while the client waits;
 //! - the resource's `write` with an `op`: the operation's effect, applied (one per application);
 //!   its `dedup`: a delivery answered from the stored result instead of applied again.
 //!
@@ -26,7 +28,7 @@ pub struct ExactlyOnce {
     pub verdict: Verdict,
     /// Distinct operations delivered at least once.
     pub operations: u64,
-    /// Deliveries (`apply` invokes), resends and redeliveries included.
+    /// Deliveries: `apply` invokes and resends.
     pub deliveries: u64,
     /// Deliveries of an operation already delivered, by a client that had not claimed it: a
     /// resend after a timeout, a redelivery after a crash. (Two claimers of one job are not a
@@ -117,6 +119,10 @@ pub fn check_exactly_once(events: &[Event], max_evidence: usize) -> ExactlyOnce 
                 writes.entry(op).or_default().push((e.index, e.client));
             }
             (p, "dedup", EventType::Ok) if p.is_named(Process::RESOURCE) => r.answered_from_record += 1,
+            (p, "resend", _) if p.is_named(Process::DELIVERY) => {
+                r.deliveries += 1;
+                r.resent += 1;
+            }
             _ => {}
         }
     }
@@ -181,11 +187,10 @@ mod tests {
     fn a_resend_answered_from_the_record_is_valid() {
         let mut h = H(vec![]);
         h.client(1, EventType::Invoke, "apply", "1-1")
-            .client(1, EventType::Invoke, "apply", "1-1")
+            .push(Process::Named(Process::DELIVERY.into()), EventType::Info, "resend", "1-1", Some(1))
             .resource("write", "1-1", 1)
             .client(1, EventType::Ok, "apply", "1-1")
-            .resource("dedup", "1-1", 1)
-            .client(1, EventType::Ok, "apply", "1-1");
+            .resource("dedup", "1-1", 1);
         let r = check_exactly_once(&h.0, 10);
         assert_eq!(r.verdict, Verdict::Valid);
         assert_eq!((r.operations, r.deliveries, r.resent, r.applied, r.answered_from_record), (1, 2, 1, 1, 1));
@@ -193,16 +198,18 @@ mod tests {
 
     #[test]
     fn an_operation_applied_twice_is_invalid_with_both_applications_named() {
+        // Client 1 died with the operation open; its next process (3) delivered it again.
         let mut h = H(vec![]);
         h.client(1, EventType::Invoke, "apply", "1-1")
-            .client(1, EventType::Invoke, "apply", "1-1")
             .resource("write", "1-1", 1)
-            .resource("write", "1-1", 1)
-            .client(1, EventType::Ok, "apply", "1-1");
+            .client(3, EventType::Invoke, "apply", "1-1")
+            .resource("write", "1-1", 3)
+            .client(3, EventType::Ok, "apply", "1-1");
         let r = check_exactly_once(&h.0, 10);
         assert_eq!(r.verdict, Verdict::Invalid);
         assert_eq!(r.applied_twice, 1);
-        assert_eq!(r.applied_twice_evidence, vec![AppliedTwice { op: "1-1".into(), writes: vec![2, 3], clients: vec![1, 1], total: 2 }]);
+        assert_eq!(r.applied_twice_evidence, vec![AppliedTwice { op: "1-1".into(), writes: vec![1, 3], clients: vec![1, 3], total: 2 }]);
+        assert_eq!((r.deliveries, r.resent), (2, 1));
     }
 
     #[test]

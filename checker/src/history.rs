@@ -18,6 +18,10 @@ pub enum Process {
 impl Process {
     pub const NEMESIS: &'static str = "nemesis";
     pub const RESOURCE: &'static str = "resource";
+    /// A client's transport: each time it sends an operation again (`resend`, with `client`
+    /// and `op`), a single event, so the client's own operation stays one invoke and one
+    /// completion however often it is sent.
+    pub const DELIVERY: &'static str = "delivery";
 
     pub fn is_named(&self, name: &str) -> bool {
         matches!(self, Process::Named(n) if n == name)

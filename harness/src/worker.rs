@@ -49,7 +49,16 @@ impl Recorder {
     }
 
     fn record(&mut self, kind: EventType, f: &str, fill: impl FnOnce(&mut Event)) -> anyhow::Result<()> {
-        let mut ev = Event::new(self.clock.now(), Process::Client(self.process), kind, f);
+        self.append(Process::Client(self.process), kind, f, fill)
+    }
+
+    /// A single event of a named party that lives in this worker (the client's transport).
+    fn record_as(&mut self, party: &str, kind: EventType, f: &str, fill: impl FnOnce(&mut Event)) -> anyhow::Result<()> {
+        self.append(Process::Named(party.into()), kind, f, fill)
+    }
+
+    fn append(&mut self, process: Process, kind: EventType, f: &str, fill: impl FnOnce(&mut Event)) -> anyhow::Result<()> {
+        let mut ev = Event::new(self.clock.now(), process, kind, f);
         ev.key = Some(self.key.clone());
         fill(&mut ev);
         self.log.append(ev)?;

@@ -160,6 +160,21 @@ fn print_human(r: &CheckReport) {
         o.total_overlap_ms,
         o.longest_overlap_ms
     );
+    let once = &p.exactly_once;
+    if once.applies {
+        harness::print_line!(
+            "exactly_once: {}{} — operations {}, applied twice {}, acknowledged but never applied {}, deliveries {} (sent again {}, answered from the record {}), claims refused {}",
+            once.verdict,
+            decides("exactly_once"),
+            once.operations,
+            once.applied_twice,
+            once.acknowledged_missing,
+            once.deliveries,
+            once.resent,
+            once.answered_from_record,
+            once.claims_refused
+        );
+    }
     if let Some(l) = &r.linearizability {
         let from = if l.initial.is_null() { String::new() } else { format!(", initial value {}", l.initial) };
         harness::print_line!(

@@ -20,7 +20,7 @@ use super::no_lock_db::{bounded, Db, Failure};
 use super::{Recorder, WorkerConfig};
 use crate::clock::RunClock;
 use crate::lock_backends::postgres::Session;
-use checker::EventType;
+use checker::{EventType, Process};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::future::Future;
 use std::pin::Pin;
@@ -119,17 +119,34 @@ enum Delivered {
 type Delivery = Pin<Box<dyn Future<Output = Delivered> + Send>>;
 
 /// Delivers `op` until one delivery is acknowledged (or the run's time is up), resending
-/// while the earlier deliveries are still unanswered; then waits for those still in flight,
-/// whose outcomes belong to the history too.
+/// while the earlier deliveries are still unanswered; then waits for those still in flight.
+/// The client's history holds one operation, single-threaded as a Jepsen client: `apply`
+/// invoke at the first delivery, its completion at the first acknowledgement (or, when the
+/// time is up without one, `info` if any delivery may have been applied, else `fail`). Each
+/// resend is a single `delivery` event; what each delivery did is in the database's record.
 async fn deliver_until_acknowledged(config: &WorkerConfig, addr: &str, rec: &mut Recorder, op: &str) -> anyhow::Result<()> {
     let resend_after = Duration::from_millis(config.workload.resend_after_ms);
     let mut in_flight: FuturesUnordered<Delivery> = FuturesUnordered::new();
     let mut acknowledged = false;
+    let mut sent = 0u32;
+    // The last answer that was not an acknowledgement, and whether any may have applied it.
+    let mut last_failure: Option<String> = None;
+    let mut maybe_applied = false;
     let mut next_send = Instant::now();
     loop {
         let may_send = !acknowledged && rec.clock.now() < config.stop_at;
         if may_send && Instant::now() >= next_send && in_flight.len() < MAX_IN_FLIGHT {
-            rec.record(EventType::Invoke, "apply", |e| e.op = Some(op.to_string()))?;
+            if sent == 0 {
+                rec.record(EventType::Invoke, "apply", |e| e.op = Some(op.to_string()))?;
+            } else {
+                let why = last_failure.take().unwrap_or_else(|| format!("no answer within {resend_after:?}"));
+                rec.record_as(Process::DELIVERY, EventType::Info, "resend", |e| {
+                    e.client = Some(config.process);
+                    e.op = Some(op.to_string());
+                    e.error = Some(why);
+                })?;
+            }
+            sent += 1;
             let handler = Handler {
                 addr: addr.to_string(),
                 op_timeout: Duration::from_millis(config.workload.op_timeout_ms),
@@ -145,25 +162,29 @@ async fn deliver_until_acknowledged(config: &WorkerConfig, addr: &str, rec: &mut
         }
         if in_flight.is_empty() {
             if !may_send {
-                return Ok(());
+                break;
             }
             tokio::time::sleep_until(next_send).await;
             continue;
         }
         tokio::select! {
             Some(outcome) = in_flight.next() => {
-                let (kind, value, error) = match outcome {
-                    Delivered::Applied(v) | Delivered::Stored(v) => (EventType::Ok, Some(v), None),
-                    Delivered::NotApplied(why) => (EventType::Fail, None, Some(why)),
-                    Delivered::Unknown(why) => (EventType::Info, None, Some(why)),
-                };
-                acknowledged |= kind == EventType::Ok;
-                rec.record(kind, "apply", |e| {
-                    e.op = Some(op.to_string());
-                    e.value = value.into();
-                    e.error = error;
-                })?;
-                if kind != EventType::Ok && in_flight.is_empty() {
+                match outcome {
+                    Delivered::Applied(v) | Delivered::Stored(v) if !acknowledged => {
+                        acknowledged = true;
+                        rec.record(EventType::Ok, "apply", |e| {
+                            e.op = Some(op.to_string());
+                            e.value = v.into();
+                        })?;
+                    }
+                    Delivered::Applied(_) | Delivered::Stored(_) => {}
+                    Delivered::NotApplied(why) => last_failure = Some(why),
+                    Delivered::Unknown(why) => {
+                        maybe_applied = true;
+                        last_failure = Some(why);
+                    }
+                }
+                if !acknowledged && in_flight.is_empty() {
                     // Nothing left in flight: send again after a short wait, not a full resend time.
                     next_send = Instant::now() + Duration::from_millis(config.lock.retry_ms);
                 }
@@ -171,6 +192,15 @@ async fn deliver_until_acknowledged(config: &WorkerConfig, addr: &str, rec: &mut
             _ = tokio::time::sleep_until(next_send), if may_send => {}
         }
     }
+    if !acknowledged && sent > 0 {
+        let kind = if maybe_applied { EventType::Info } else { EventType::Fail };
+        let why = last_failure.unwrap_or_else(|| "no answer before the run's time was up".into());
+        rec.record(kind, "apply", |e| {
+            e.op = Some(op.to_string());
+            e.error = Some(why);
+        })?;
+    }
+    Ok(())
 }
 
 /// The service's handling of one delivery, on a connection of its own.
