@@ -74,9 +74,21 @@ pub async fn run_sweep(scenarios: Vec<LoadedScenario>, opts: &SweepOptions, even
         sweep.lines.push(line);
     }
     std::fs::write(dir.join("sweep.json"), serde_json::to_vec_pretty(&sweep)?).with_context(|| format!("writing {}", dir.display()))?;
-    std::fs::write(dir.join("sweep.html"), sweep::render_html(&sweep, "lockchaos sweep: the price of a lock"))
-        .with_context(|| format!("writing {}", dir.display()))?;
+    write_html(&dir, &sweep)?;
     Ok(SweepOutcome { sweep, dir, exit_code })
+}
+
+fn write_html(dir: &Path, sweep: &Sweep) -> anyhow::Result<()> {
+    std::fs::write(dir.join("sweep.html"), sweep::render_html(sweep, "lockchaos sweep: the price of a lock"))
+        .with_context(|| format!("writing {}", dir.join("sweep.html").display()))
+}
+
+/// sweep.html drawn again from the folder's sweep.json.
+pub fn render_again(dir: &Path) -> anyhow::Result<()> {
+    let file = dir.join("sweep.json");
+    let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let sweep: Sweep = serde_json::from_str(&text).with_context(|| format!("{}: not a sweep", file.display()))?;
+    write_html(dir, &sweep)
 }
 
 /// A run's report as sweep.html (in STORE/sweeps/<start>/) reaches it.

@@ -124,12 +124,14 @@ fn colour(i: usize) -> RGBColor {
 pub fn render_html(sweep: &Sweep, title: &str) -> String {
     let rate: Vec<Vec<(u32, f64)>> =
         sweep.lines.iter().map(|l| l.points.iter().map(|p| (p.clients, p.writes_per_sec_per_key)).collect()).collect();
+    let total: Vec<Vec<(u32, f64)>> =
+        sweep.lines.iter().map(|l| l.points.iter().map(|p| (p.clients, p.writes_per_sec)).collect()).collect();
     let latency: Vec<Vec<(u32, f64)>> =
         sweep.lines.iter().map(|l| l.points.iter().filter_map(|p| p.acquire_p50_ms.map(|v| (p.clients, v))).collect()).collect();
     let ceilings: Vec<f64> = sweep.lines.iter().filter_map(|l| l.ceiling_per_sec).collect();
     let body = html! {
         p {
-            "Each line one scenario, each point one run (no faults) with that many clients on the same key. \
+            "Each line one scenario, each point one run with that many clients. \
              Dashed: a lock's ceiling, 1000 / work_ms per key: one holder at a time."
         }
         ul class="legend" {
@@ -143,6 +145,7 @@ pub fn render_html(sweep: &Sweep, title: &str) -> String {
             }
         }
         (figure("writes acknowledged per second, per key", "writes/s per key", &sweep.clients, &rate, &ceilings))
+        (figure("writes acknowledged per second, all keys", "writes/s", &sweep.clients, &total, &[]))
         (figure("acquire latency, median", "ms", &sweep.clients, &latency, &[]))
         table {
             thead { tr {
@@ -300,6 +303,6 @@ mod tests {
         };
         let page = render_html(&Sweep { clients: vec![1, 2], lines: vec![line] }, "sweep");
         assert!(page.contains("&lt;b&gt;x&lt;/b&gt;") && !page.contains("<b>x</b>"));
-        assert_eq!(page.matches("<svg").count(), 2);
+        assert_eq!(page.matches("<svg").count(), 3);
     }
 }

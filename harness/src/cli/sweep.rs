@@ -13,8 +13,11 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct Args {
     /// Scenario names (see `lockchaos list`) or paths to TOML files; one line each.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "render")]
     scenarios: Vec<String>,
+    /// Run nothing: draw DIR/sweep.html again from DIR/sweep.json (a sweep made earlier).
+    #[arg(long, value_name = "DIR", conflicts_with = "scenarios")]
+    render: Option<PathBuf>,
     /// The client counts, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16", value_parser = clap::value_parser!(u32).range(1..=150))]
     clients: Vec<u32>,
@@ -30,6 +33,11 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(dir) = args.render {
+        harness::sweep::render_again(&dir)?;
+        println!("sweep: {}", dir.join("sweep.html").display());
+        return Ok(ExitCode::SUCCESS);
+    }
     // Every scenario is loaded (and refused, naming file, line and field) before any run.
     let scenarios = args.scenarios.iter().map(|s| scenario_catalog::resolve(s)).collect::<anyhow::Result<Vec<_>>>()?;
     std::fs::create_dir_all(&args.store)?;
