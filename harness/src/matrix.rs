@@ -64,12 +64,55 @@ pub fn merge(stores: &[PathBuf], out: &Path) -> anyhow::Result<u8> {
     Ok(if all_match { 0 } else { 1 })
 }
 
-/// Runs every chosen scenario `runs` times, until Ctrl-C or SIGTERM. Exit status: 0 every run matched its expectation,
-/// 1 some did not, 2 a run ended unknown or in an error (e.g. a fault this kernel lacks).
-pub async fn run_matrix(chosen: Vec<LoadedScenario>, runs: u32, opts: &RunOptions, events: &EventSink) -> u8 {
+/// One of N shards of a matrix (`--shard K/N`, K from 1): like nextest's `--partition
+/// count:K/N`, the (scenario, run) pairs in order, scenario by scenario, are dealt round the
+/// shards, so each shard holds about 1/N of every scenario's runs and the shards together
+/// hold each pair once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub total: u32,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        let bad = || format!("`{text}` is not a shard K/N with 1 <= K <= N (e.g. 2/4)");
+        let (k, n) = text.split_once('/').ok_or_else(bad)?;
+        let (index, total): (u32, u32) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if index == 0 || index > total {
+            return Err(bad());
+        }
+        Ok(Shard { index, total })
+    }
+}
+
+impl Shard {
+    pub const WHOLE: Shard = Shard { index: 1, total: 1 };
+
+    /// How many of the runs of each scenario (`runs` each, in the given order) are this shard's.
+    pub fn runs_of(self, scenarios: usize, runs: u32) -> Vec<u32> {
+        let mut mine = vec![0; scenarios];
+        for pair in 0..scenarios as u64 * u64::from(runs) {
+            if pair % u64::from(self.total) == u64::from(self.index - 1) {
+                mine[(pair / u64::from(runs)) as usize] += 1;
+            }
+        }
+        mine
+    }
+}
+
+/// Runs this shard's runs of the chosen scenarios, until Ctrl-C or SIGTERM. Exit status: 0 every
+/// run matched its expectation, 1 some did not, 2 a run ended unknown or in an error (e.g. a
+/// fault this kernel lacks).
+pub async fn run_matrix(chosen: Vec<LoadedScenario>, runs: u32, shard: Shard, opts: &RunOptions, events: &EventSink) -> u8 {
     let mut code = 0;
-    for loaded in chosen {
-        let series = series::run_series(Arc::new(loaded), opts, runs, events).await;
+    let counts = shard.runs_of(chosen.len(), runs);
+    for (loaded, count) in chosen.into_iter().zip(counts) {
+        if count == 0 {
+            continue;
+        }
+        let series = series::run_series(Arc::new(loaded), opts, count, events).await;
         code = code.max(series.exit_code());
         // Ctrl-C or SIGTERM means the whole matrix, not only the scenario it landed in.
         if series.interrupted_by_signal {
@@ -81,6 +124,31 @@ pub async fn run_matrix(chosen: Vec<LoadedScenario>, runs: u32, opts: &RunOption
 
 #[cfg(test)]
 mod tests {
+    use super::Shard;
+
+    #[test]
+    fn shards_deal_every_run_once_and_evenly() {
+        let (scenarios, runs) = (7, 10);
+        let shards: Vec<Vec<u32>> = (1..=3).map(|k| Shard { index: k, total: 3 }.runs_of(scenarios, runs)).collect();
+        for s in 0..scenarios {
+            assert_eq!(shards.iter().map(|c| c[s]).sum::<u32>(), runs, "scenario {s}");
+        }
+        let totals: Vec<u32> = shards.iter().map(|c| c.iter().sum()).collect();
+        assert_eq!(totals, [24, 23, 23]);
+        assert_eq!(Shard::WHOLE.runs_of(2, 3), [3, 3]);
+        // More shards than pairs: the last ones run nothing.
+        assert_eq!(Shard { index: 4, total: 4 }.runs_of(1, 2), [0]);
+    }
+
+    #[test]
+    fn a_shard_is_k_of_n() {
+        assert_eq!("2/4".parse::<Shard>(), Ok(Shard { index: 2, total: 4 }));
+        for bad in ["0/4", "5/4", "2", "a/b", "1/0", ""] {
+            let e = bad.parse::<Shard>().unwrap_err();
+            assert!(e.contains("is not a shard K/N"), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn globs_match_whole_names() {
         let cases = [

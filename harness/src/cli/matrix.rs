@@ -31,6 +31,10 @@ pub struct Args {
     /// Only the per-run lines and the table.
     #[arg(long)]
     quiet: bool,
+    /// Run only shard K of N (`--shard 2/4`): the (scenario, run) pairs dealt round N shards,
+    /// so N machines together run the whole matrix; `lockchaos matrix merge` joins their stores.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<harness::matrix::Shard>,
 }
 
 #[derive(clap::Subcommand)]
@@ -62,7 +66,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let events = EventSink::new(reporters);
     let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: None, clients: None, exe: None };
-    let code = harness::matrix::run_matrix(chosen, args.runs, &opts, &events).await;
+    let shard = args.shard.unwrap_or(harness::matrix::Shard::WHOLE);
+    let code = harness::matrix::run_matrix(chosen, args.runs, shard, &opts, &events).await;
     events.finish()?;
     Ok(ExitCode::from(code))
 }

@@ -1,0 +1,135 @@
+//! The matrix past one machine: three shards (`--shard K/3`) merged with `lockchaos matrix
+//! merge` give the same cells and run counts as the matrix run whole; and the nightly
+//! workflow that fans the shards out is a valid GitHub workflow (checked against the schema
+//! that check-jsonschema carries, offline), so a typo fails here rather than at night.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+
+const SCENARIOS: &str = "redis-single-baseline,toy-lock-baseline";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn matrix(store: &Path, shard: Option<&str>) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockchaos"));
+    cmd.current_dir(root())
+        .args(["matrix", "--scenarios", SCENARIOS, "--runs", "2", "--time-limit", "3", "--quiet", "--store"])
+        .arg(store)
+        .env("CI", "true")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if let Some(shard) = shard {
+        cmd.args(["--shard", shard]);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// (row, column) → (runs, runs with a violation, runs matched, expectations), and the reports.
+fn cells(store: &Path) -> (Vec<(String, String, u64, u64, u64, Value)>, Vec<String>) {
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(store.join("matrix.json")).unwrap()).unwrap();
+    let mut cells: Vec<_> = m["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let n = |k: &str| c[k].as_u64().unwrap();
+            (
+                c["row"].as_str().unwrap().to_string(),
+                c["column"].as_str().unwrap().to_string(),
+                n("runs"),
+                n("runs_with_violation"),
+                n("runs_matched"),
+                c["expect"].clone(),
+            )
+        })
+        .collect();
+    cells.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    let reports = m["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["reports"].as_array().unwrap().iter().map(|r| r.as_str().unwrap().to_string()))
+        .collect();
+    (cells, reports)
+}
+
+#[test]
+fn three_shards_merged_equal_the_whole_matrix() {
+    let dir = tempfile::Builder::new().prefix("shards-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let whole = dir.path().join("whole");
+    let shards: Vec<PathBuf> = (1..=3).map(|k| dir.path().join(format!("shard-{k}"))).collect();
+    // All at once: runs are isolated by their labels and networks.
+    let mut children = vec![("whole".to_string(), matrix(&whole, None))];
+    for (k, store) in shards.iter().enumerate() {
+        children.push((format!("shard {}/3", k + 1), matrix(store, Some(&format!("{}/3", k + 1)))));
+    }
+    for (name, child) in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Four (scenario, run) pairs dealt round three shards: 2, 1, 1.
+    let runs_in = |store: &Path| -> usize {
+        ["redis-single-baseline", "toy-lock-baseline"]
+            .iter()
+            .map(|s| std::fs::read_dir(store.join(s)).map(|d| d.count()).unwrap_or(0))
+            .sum()
+    };
+    assert_eq!(shards.iter().map(|s| runs_in(s)).collect::<Vec<_>>(), [2, 1, 1]);
+
+    let merged = dir.path().join("merged");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_lockchaos")).args(["matrix", "merge"]).args(&shards).arg("--store").arg(&merged).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let (whole_cells, _) = cells(&whole);
+    let (merged_cells, reports) = cells(&merged);
+    assert_eq!(whole_cells.len(), 2, "{whole_cells:?}");
+    assert_eq!(merged_cells, whole_cells);
+    // Every run's report is reachable from the merged matrix.
+    assert_eq!(reports.len(), 4);
+    for r in reports {
+        assert!(merged.join(&r).is_file(), "{r} is not reachable from {}", merged.display());
+    }
+}
+
+/// check-jsonschema: on the PATH, else installed from PyPI into a virtualenv of the test's own.
+fn check_jsonschema() -> PathBuf {
+    if let Ok(out) = Command::new("check-jsonschema").arg("--version").output() {
+        if out.status.success() {
+            return PathBuf::from("check-jsonschema");
+        }
+    }
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-jsonschema-venv");
+    let bin = venv.join("bin/check-jsonschema");
+    if !bin.is_file() {
+        let made = Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3 is needed to validate the workflow");
+        assert!(made.success(), "python3 -m venv {} failed (Debian: apt-get install python3-venv)", venv.display());
+        let pip = Command::new(venv.join("bin/pip")).args(["install", "--quiet", "check-jsonschema"]).status().unwrap();
+        assert!(pip.success(), "pip install check-jsonschema failed");
+    }
+    bin
+}
+
+#[test]
+fn the_nightly_workflow_is_a_valid_github_workflow_that_shards_and_merges() {
+    let workflow = root().join(".github/workflows/nightly-chaos.yml");
+    let out = Command::new(check_jsonschema()).args(["--builtin-schema", "vendor.github-workflows"]).arg(&workflow).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&workflow).unwrap();
+    assert!(text.contains("matrix --shard") && text.contains("matrix merge"), "the workflow must fan out shards and merge them");
+
+    // And the check can fail: a misspelt key is refused.
+    let broken = tempfile::Builder::new().suffix(".yml").tempfile_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::write(broken.path(), text.replacen("runs-on:", "runs_on:", 1)).unwrap();
+    let out = Command::new(check_jsonschema()).args(["--builtin-schema", "vendor.github-workflows"]).arg(broken.path()).output().unwrap();
+    assert!(!out.status.success(), "a workflow with `runs_on` passed the schema");
+}
