@@ -42,8 +42,12 @@ pub enum Event {
 pub enum Stage {
     /// The node image is checked (and built when missing or out of date).
     Image,
-    /// Network, nodes, resource and backend.
+    /// Network, node containers and the resource.
     Provision,
+    /// The backend's servers start and answer.
+    Backend,
+    /// The faults due at 0 ms, and the clients' containers.
+    Clients,
     Workload,
     /// The workload's time is up: every fault still active is healed, workers finish.
     Stop,

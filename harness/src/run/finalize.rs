@@ -22,6 +22,15 @@ pub fn write_inputs(ctx: &RunContext) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Adds each stage's duration to run.json (`stages`), the last one ending now.
+pub fn write_stages(ctx: &RunContext) -> anyhow::Result<()> {
+    let file = ctx.dir.file("run.json");
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(&file)?)?;
+    run["stages"] = serde_json::to_value(ctx.stages.durations(std::time::Instant::now()))?;
+    std::fs::write(&file, serde_json::to_vec_pretty(&run)?)?;
+    Ok(())
+}
+
 /// Saves logs/<name>.log for every container of the run (found by label, so it also works
 /// after an abort). Best effort: a missing log must not stop the teardown.
 pub async fn save_container_logs(docker: &Docker, run_id: &str, dir: &crate::run_store::RunDir) {
@@ -73,7 +82,7 @@ pub fn check_and_report(
         claims,
     };
     std::fs::write(ctx.dir.file("results.json"), serde_json::to_vec_pretty(&results)?)?;
-    sink.emit(crate::events::Event::Stage(crate::events::Stage::Report));
+    ctx.stages.enter(sink, crate::events::Stage::Report);
     std::fs::write(ctx.dir.file("report.html"), reports::run_report::render(&results, &events))?;
     ctx.dir.point_latest()?;
     Ok(results)

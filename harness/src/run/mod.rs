@@ -3,6 +3,7 @@
 
 mod finalize;
 mod provision;
+pub mod stages;
 mod workers;
 mod workload;
 
@@ -36,6 +37,8 @@ pub struct RunContext {
     pub clock: RunClock,
     /// The host-built binary, mounted read-only into every container.
     pub exe: PathBuf,
+    /// When each stage began (run.json `stages`).
+    pub stages: stages::StageTimes,
 }
 
 /// What the workload phase observed, for results.json.
@@ -67,6 +70,7 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     crate::preflight::check(&loaded)?;
     // The daemon and the image first: no run folder for a run that cannot start.
     let docker = docker_api::connect().await?;
+    let image_started = std::time::Instant::now();
     events.emit(Event::Stage(Stage::Image));
     let build_line = |line: &str| events.emit(Event::ImageBuildLine(line.to_string()));
     node_image::ensure_image(&docker, node_image::BuildMethod::Auto, false, &build_line).await?;
@@ -78,7 +82,8 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
         Some(exe) => exe.clone(),
         None => std::env::current_exe()?,
     };
-    let ctx = Arc::new(RunContext { loaded, seed, dir, clock: RunClock::start_now(), exe });
+    let stages = stages::StageTimes::new(Stage::Image, image_started);
+    let ctx = Arc::new(RunContext { loaded, seed, dir, clock: RunClock::start_now(), exe, stages });
     finalize::write_inputs(&ctx)?;
 
     let run_id = ctx.dir.run_id.clone();
@@ -117,11 +122,12 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     };
     let interrupted = error.is_some();
 
-    events.emit(Event::Stage(Stage::Teardown));
+    ctx.stages.enter(events, Stage::Teardown);
     finalize::save_container_logs(&docker, &run_id, &ctx.dir).await;
     let removed = teardown::remove_labelled(&docker, Some(&run_id)).await;
-    events.emit(Event::Stage(Stage::Check));
+    ctx.stages.enter(events, Stage::Check);
     let results = finalize::check_and_report(&ctx, record, interrupted, error.clone(), events)?;
+    finalize::write_stages(&ctx)?;
     removed?;
     Ok(RunOutcome { results, dir: ctx.dir.path.clone(), error, interrupted_by_signal: signal.is_some() })
 }

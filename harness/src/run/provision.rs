@@ -71,7 +71,7 @@ pub fn worker_spec(ctx: &RunContext, name: &str, config: &Path, events: &Path) -
     spec
 }
 
-pub async fn provision(docker: Docker, ctx: &RunContext) -> anyhow::Result<Provisioned> {
+pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events::EventSink) -> anyhow::Result<Provisioned> {
     let s = &ctx.loaded.scenario;
     let cluster = Cluster::create(docker, &ctx.dir.run_id, &ctx.dir.path, IMAGE, ctx.seed).await?;
     let backend = s.backend_setup();
@@ -93,6 +93,7 @@ pub async fn provision(docker: Docker, ctx: &RunContext) -> anyhow::Result<Provi
         }
         ResourceKind::Ledger => RESOURCE_PORT,
     };
+    ctx.stages.enter(events, crate::events::Stage::Backend);
     // A server that never answers (a commit waiting for a standby that is not there) must not
     // hang the run: setup has a deadline.
     tokio::time::timeout(BACKEND_START_LIMIT, backend.start(&cluster))

@@ -28,9 +28,9 @@ pub type Stop = watch::Receiver<Option<&'static str>>;
 /// record's `error`, after the faults were healed and the clients' fates recorded.
 pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mut stop: Stop) -> anyhow::Result<WorkloadRecord> {
     let s = &ctx.loaded.scenario;
-    events.emit(Event::Stage(Stage::Provision));
+    ctx.stages.enter(&events, Stage::Provision);
     let provisioned = tokio::select! {
-        p = provision::provision(docker, &ctx) => p?,
+        p = provision::provision(docker, &ctx, &events) => p?,
         signal = stopped(&mut stop) => anyhow::bail!("interrupted by {signal} while provisioning"),
     };
     let (cluster, backend) = (&provisioned.cluster, provisioned.backend.as_ref());
@@ -80,6 +80,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
 
     // From the first fault on, whatever happens, the faults are healed below.
     let result: anyhow::Result<()> = async {
+        ctx.stages.enter(&events, Stage::Clients);
         // A fault this machine cannot inject refuses the run before any client starts.
         for kind in &kinds {
             kind.action().preflight(&fault_ctx).await?;
@@ -91,7 +92,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
             report_fault(&events, &mut record, change);
         }
         workers.start_all().await?;
-        events.emit(Event::Stage(Stage::Workload));
+        ctx.stages.enter(&events, Stage::Workload);
         let mut last_state_check = Instant::now();
         loop {
             let now = ctx.clock.now();
@@ -125,7 +126,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
     .await;
 
     // Heal before anything else, whatever happened: a stopped worker must not stay stopped.
-    events.emit(Event::Stage(Stage::Stop));
+    ctx.stages.enter(&events, Stage::Stop);
     // A step due at the time limit or later was past the end of this run (e.g. a shortened
     // --time-limit), not a fault that failed to happen.
     let ended_ms = (ctx.clock.now().saturating_sub(workload_start) / 1_000_000).min(limit_ms);
