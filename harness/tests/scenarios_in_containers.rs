@@ -377,6 +377,20 @@ fn run_case(case: &Case, root: &Path, store: PathBuf) -> Result<String, String> 
             problems.push(format!("missing {file}"));
         }
     }
+    // Where the run's time went: every stage it entered, in order, each with its duration.
+    if let Ok(run) = std::fs::read_to_string(store.join("latest/run.json")) {
+        let run: Value = serde_json::from_str(&run).unwrap();
+        let stages: Vec<&str> =
+            run["stages"].as_array().map(|a| a.iter().filter_map(|s| s["stage"].as_str()).collect()).unwrap_or_default();
+        let whole = ["image", "provision", "backend", "clients", "workload", "stop", "teardown", "check", "report"];
+        // An interrupted run may stop short of the workload; its stages are still a prefix.
+        let prefix_of_whole =
+            stages.len() >= 4 && whole.starts_with(&stages[..stages.len() - 3]) && stages.ends_with(&["teardown", "check", "report"]);
+        let timed = run["stages"].as_array().is_some_and(|a| a.iter().all(|s| s["secs"].as_f64().is_some_and(|t| t >= 0.0)));
+        if !(prefix_of_whole && timed) {
+            problems.push(format!("run.json stages: {}", run["stages"]));
+        }
+    }
     let run_id = r["run_id"].as_str().unwrap_or_default().to_string();
     if problems.is_empty() {
         Ok(run_id)
