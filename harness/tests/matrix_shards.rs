@@ -27,8 +27,11 @@ fn matrix(store: &Path, shard: Option<&str>) -> Child {
     cmd.spawn().unwrap()
 }
 
-/// (row, column) → (runs, runs with a violation, runs matched, expectations), and the reports.
-fn cells(store: &Path) -> (Vec<(String, String, u64, u64, u64, Value)>, Vec<String>) {
+/// A cell as compared: row, column, runs, runs with a violation, runs matched, expectations.
+type Cell = (String, String, u64, u64, u64, Value);
+
+/// The matrix's cells in order, and every run's report as the matrix links it.
+fn cells(store: &Path) -> (Vec<Cell>, Vec<String>) {
     let m: Value = serde_json::from_str(&std::fs::read_to_string(store.join("matrix.json")).unwrap()).unwrap();
     let mut cells: Vec<_> = m["cells"]
         .as_array()

@@ -23,7 +23,7 @@ pub async fn save_logs(docker: &Docker, run_id: &str, logs_dir: &Path) {
     else {
         return;
     };
-    for c in containers {
+    let saves = containers.into_iter().map(|c| async move {
         let name = c.labels.as_ref().and_then(|l| l.get(NAME_LABEL)).cloned().unwrap_or_else(|| "unknown".into());
         let opts = LogsOptions { stdout: true, stderr: true, ..Default::default() };
         let mut stream = docker.logs(c.id.as_deref().unwrap_or_default(), Some(opts));
@@ -32,7 +32,8 @@ pub async fn save_logs(docker: &Docker, run_id: &str, logs_dir: &Path) {
             out.push_str(&chunk.to_string());
         }
         let _ = std::fs::write(logs_dir.join(format!("{name}.log")), out);
-    }
+    });
+    futures_util::future::join_all(saves).await;
 }
 
 /// Removes every container and network labelled with `run_id`, or with any run id when `None`.
@@ -48,10 +49,14 @@ pub async fn remove_labelled(docker: &Docker, run_id: Option<&str>) -> anyhow::R
     let mut errors = vec![];
     let containers =
         docker.list_containers(Some(ListContainersOptions { all: true, filters: Some(filters.clone()), ..Default::default() })).await?;
-    for c in containers {
+    // Side by side: each removal is a kill and a delete of its own.
+    let removals = containers.into_iter().map(|c| async move {
         let id = c.id.unwrap_or_default();
         let opts = RemoveContainerOptions { force: true, v: true, ..Default::default() };
-        match docker.remove_container(&id, Some(opts)).await {
+        (docker.remove_container(&id, Some(opts)).await, id)
+    });
+    for (result, id) in futures_util::future::join_all(removals).await {
+        match result {
             Ok(()) => removed.containers += 1,
             // Gone already, or being removed by a concurrent teardown of the same run.
             Err(e) if e.to_string().contains("No such container") || e.to_string().contains("already in progress") => {}

@@ -75,32 +75,44 @@ pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events:
     let s = &ctx.loaded.scenario;
     let cluster = Cluster::create(docker, &ctx.dir.run_id, &ctx.dir.path, IMAGE, ctx.seed).await?;
     let backend = s.backend_setup();
-    for i in 1..=backend.node_count() {
-        let cmd = vec!["sleep".into(), "infinity".into()];
-        cluster.start(container_spec(ctx, &format!("n{i}"), Role::Node, cmd)).await?;
-    }
-    check_binary_runs_in_image(&cluster).await?;
-
     let resource_cmd = match s.resource.kind {
         ResourceKind::Postgres => vec!["sleep".into(), "infinity".into()],
         ResourceKind::Ledger => ledger_cmd(ctx),
     };
-    let resource = cluster.start(container_spec(ctx, "resource", Role::Resource, resource_cmd)).await?;
-    let resource_port = match s.resource.kind {
-        ResourceKind::Postgres => {
-            postgres_table::start(&cluster, "resource").await.context("starting the resource's Postgres")?;
-            postgres_table::PORT
-        }
-        ResourceKind::Ledger => RESOURCE_PORT,
-    };
+    // The containers start together: each is a create and a start of its own (fixed name and
+    // address), and Docker does them side by side.
+    let nodes = (1..=backend.node_count())
+        .map(|i| cluster.start(container_spec(ctx, &format!("n{i}"), Role::Node, vec!["sleep".into(), "infinity".into()])));
+    let (nodes, resource) = futures_util::future::join(
+        futures_util::future::try_join_all(nodes),
+        cluster.start(container_spec(ctx, "resource", Role::Resource, resource_cmd)),
+    )
+    .await;
+    nodes?;
+    let resource = resource?;
+    check_binary_runs_in_image(&cluster).await?;
+
     ctx.stages.enter(events, crate::events::Stage::Backend);
+    // The resource's Postgres (if any) and the backend's servers start side by side too.
+    let resource_ready = async {
+        match s.resource.kind {
+            ResourceKind::Postgres => {
+                postgres_table::start(&cluster, "resource").await.context("starting the resource's Postgres")?;
+                Ok::<_, anyhow::Error>(postgres_table::PORT)
+            }
+            ResourceKind::Ledger => Ok(RESOURCE_PORT),
+        }
+    };
     // A server that never answers (a commit waiting for a standby that is not there) must not
     // hang the run: setup has a deadline.
-    tokio::time::timeout(BACKEND_START_LIMIT, backend.start(&cluster))
-        .await
-        .map_err(|_| anyhow::anyhow!("no answer within {BACKEND_START_LIMIT:?}"))
-        .and_then(|r| r)
-        .with_context(|| format!("starting the {} backend", s.backend.name()))?;
+    let backend_ready = async {
+        tokio::time::timeout(BACKEND_START_LIMIT, backend.start(&cluster))
+            .await
+            .map_err(|_| anyhow::anyhow!("no answer within {BACKEND_START_LIMIT:?}"))
+            .and_then(|r| r)
+            .with_context(|| format!("starting the {} backend", s.backend.name()))
+    };
+    let (resource_port, ()) = tokio::try_join!(resource_ready, backend_ready)?;
     wait_for_port(&cluster, "resource", resource_port).await?;
     Ok(Provisioned { cluster, backend, resource: SocketAddr::new(resource.ip.into(), resource_port) })
 }
