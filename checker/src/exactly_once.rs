@@ -41,10 +41,12 @@ pub struct ExactlyOnce {
     pub applied: u64,
     /// Deliveries the database answered from the stored result (`dedup` records).
     pub answered_from_record: u64,
-    /// Claims refused at once because another client held the job.
+    /// Claims that failed (`claim` fail): another client held the job (or, in the unique
+    /// claim's broken variant, had done it), or the claim did not get through.
     pub claims_refused: u64,
     /// Jobs claimed (a client was told so) whose effect is not in the record: a claimer that
-    /// died before doing the work. The cost of claiming without a lease, not a violation.
+    /// died before doing the work, or whose effect did not get through. The cost of claiming
+    /// without a lease, not a violation.
     pub claimed_not_done: u64,
     /// Operations whose effect the database applied more than once.
     pub applied_twice: u64,

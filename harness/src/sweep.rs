@@ -38,8 +38,7 @@ pub fn ceiling_per_sec(s: &LoadedScenario) -> Option<f64> {
 
 pub async fn run_sweep(scenarios: Vec<LoadedScenario>, opts: &SweepOptions, events: &EventSink) -> anyhow::Result<SweepOutcome> {
     let store = std::fs::canonicalize(&opts.store).with_context(|| format!("cannot resolve the store {}", opts.store.display()))?;
-    let dir = store.join("sweeps").join(chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string());
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let dir = new_folder(&store.join("sweeps"))?;
     let mut sweep = Sweep { clients: opts.clients.clone(), lines: Vec::new() };
     let mut exit_code = 0;
     'scenarios: for loaded in scenarios {
@@ -56,8 +55,17 @@ pub async fn run_sweep(scenarios: Vec<LoadedScenario>, opts: &SweepOptions, even
                 sweep.lines.push(line);
                 break 'scenarios;
             };
-            let history = checker::read_history_file(&run_dir.join("history.jsonl"))
-                .with_context(|| format!("reading the history of {}", run_dir.display()))?;
+            // A run whose history cannot be read is a point not measured: the sweep stops there
+            // and keeps what it measured.
+            let history = match checker::read_history_file(&run_dir.join("history.jsonl")) {
+                Ok(h) => h,
+                Err(e) => {
+                    print_line!("sweep: {} with {clients} clients not measured: {e}", line.scenario);
+                    exit_code = 2;
+                    sweep.lines.push(line);
+                    break 'scenarios;
+                }
+            };
             let point = sweep::point(results, &history.events, report_link(&store, run_dir), ceiling);
             exit_code = exit_code.max(match (results.outcome, results.matches_expectation && point.above_ceiling != Some(true)) {
                 (Outcome::Unknown, _) => 2,
@@ -89,6 +97,21 @@ pub fn render_again(dir: &Path) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     let sweep: Sweep = serde_json::from_str(&text).with_context(|| format!("{}: not a sweep", file.display()))?;
     write_html(dir, &sweep)
+}
+
+/// `sweeps/<UTC start>/`, or `-2`, `-3`, … when a sweep started in the same second.
+fn new_folder(sweeps: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(sweeps).with_context(|| format!("cannot create {}", sweeps.display()))?;
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    for n in 1..=1000 {
+        let dir = sweeps.join(if n == 1 { stamp.clone() } else { format!("{stamp}-{n}") });
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+        }
+    }
+    anyhow::bail!("1000 sweeps started in one second in {}", sweeps.display())
 }
 
 /// A run's report as sweep.html (in STORE/sweeps/<start>/) reaches it.

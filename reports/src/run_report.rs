@@ -242,7 +242,7 @@ fn exactly_once_details(o: &checker::ExactlyOnce) -> Markup {
             ("deliveries", o.deliveries.to_string(), false),
             ("sent again (after a timeout, a crash)", o.resent.to_string(), false),
             ("answered from the record (duplicates)", o.answered_from_record.to_string(), false),
-            ("claims refused at once", o.claims_refused.to_string(), false),
+            ("claims refused (the job taken, or the claim failed)", o.claims_refused.to_string(), false),
             ("acknowledged", o.acknowledged.to_string(), false),
             ("applied", o.applied.to_string(), false),
             ("applied more than once", o.applied_twice.to_string(), o.applied_twice > 0),

@@ -126,8 +126,10 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     finalize::save_container_logs(&docker, &run_id, &ctx.dir).await;
     let removed = teardown::remove_labelled(&docker, Some(&run_id)).await;
     ctx.stages.enter(events, Stage::Check);
-    let results = finalize::check_and_report(&ctx, record, interrupted, error.clone(), events)?;
+    let results = finalize::check_and_report(&ctx, record, interrupted, error.clone(), events);
+    // Where the time went, even when the check could not be written.
     finalize::write_stages(&ctx)?;
+    let results = results?;
     removed?;
     Ok(RunOutcome { results, dir: ctx.dir.path.clone(), error, interrupted_by_signal: signal.is_some() })
 }

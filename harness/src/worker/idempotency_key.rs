@@ -67,6 +67,8 @@ pub async fn run(config: &WorkerConfig, addr: &str, db: &mut Db, rec: &mut Recor
             }
         }
     };
+    // A predecessor's operation may have been applied already, whatever this process hears.
+    let inherited = pending.clone();
     let mut n = 0u64;
     while rec.clock.now() < config.stop_at {
         let op = pending.take().unwrap_or_else(|| {
@@ -85,7 +87,8 @@ pub async fn run(config: &WorkerConfig, addr: &str, db: &mut Db, rec: &mut Recor
             tokio::time::sleep(retry).await;
             continue;
         }
-        deliver_until_acknowledged(config, addr, rec, &op).await?;
+        let redelivery = inherited.as_deref() == Some(op.as_str());
+        deliver_until_acknowledged(config, addr, rec, &op, redelivery).await?;
         // Best effort: a row left behind is delivered again by a later process, and answered
         // from the record.
         if let Ok(s) = db.session().await {
@@ -124,14 +127,20 @@ type Delivery = Pin<Box<dyn Future<Output = Delivered> + Send>>;
 /// invoke at the first delivery, its completion at the first acknowledgement (or, when the
 /// time is up without one, `info` if any delivery may have been applied, else `fail`). Each
 /// resend is a single `delivery` event; what each delivery did is in the database's record.
-async fn deliver_until_acknowledged(config: &WorkerConfig, addr: &str, rec: &mut Recorder, op: &str) -> anyhow::Result<()> {
+async fn deliver_until_acknowledged(
+    config: &WorkerConfig,
+    addr: &str,
+    rec: &mut Recorder,
+    op: &str,
+    redelivery: bool,
+) -> anyhow::Result<()> {
     let resend_after = Duration::from_millis(config.workload.resend_after_ms);
     let mut in_flight: FuturesUnordered<Delivery> = FuturesUnordered::new();
     let mut acknowledged = false;
     let mut sent = 0u32;
     // The last answer that was not an acknowledgement, and whether any may have applied it.
     let mut last_failure: Option<String> = None;
-    let mut maybe_applied = false;
+    let mut maybe_applied = redelivery;
     let mut next_send = Instant::now();
     loop {
         let may_send = !acknowledged && rec.clock.now() < config.stop_at;
@@ -189,7 +198,8 @@ async fn deliver_until_acknowledged(config: &WorkerConfig, addr: &str, rec: &mut
                     next_send = Instant::now() + Duration::from_millis(config.lock.retry_ms);
                 }
             }
-            _ = tokio::time::sleep_until(next_send), if may_send => {}
+            // Only while a delivery may be sent: with every slot taken, wait for an answer.
+            _ = tokio::time::sleep_until(next_send), if may_send && in_flight.len() < MAX_IN_FLIGHT => {}
         }
     }
     if !acknowledged && sent > 0 {
@@ -246,9 +256,10 @@ impl Handler {
             Err(f) => return rolled_back(f),
         };
         let answer = if inserted == 0 {
+            // The key was committed by an earlier delivery: applied; only the answer may be lost.
             match self.answer_from_record(s).await {
                 Ok(v) => Delivered::Stored(v),
-                Err(f) => return rolled_back(f),
+                Err(f) => return Delivered::Unknown(format!("applied before; the stored result not read: {}", f.describe())),
             }
         } else {
             tokio::time::sleep(self.work).await;
@@ -269,10 +280,11 @@ impl Handler {
     async fn check_then_store(&self, s: &Session) -> Delivered {
         let t = self.op_timeout;
         match bounded(t, s.client.query_opt(STORED, &[&self.op])).await {
+            // The key is stored: the operation was applied; only the answer may be lost.
             Ok(Some(_)) => {
                 return match self.answer_from_record(s).await {
                     Ok(v) => Delivered::Stored(v),
-                    Err(f) => Delivered::NotApplied(f.describe()),
+                    Err(f) => Delivered::Unknown(format!("applied before; the stored result not read: {}", f.describe())),
                 }
             }
             Ok(None) => {}

@@ -57,7 +57,14 @@ pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyh
         if !row_made {
             match bounded(t, s.client.execute(ROW, &[&w.key])).await {
                 Ok(_) => row_made = true,
-                Err(e) => tracing::info!("creating the ledger row: {}", e.describe()),
+                Err(e) => {
+                    // Without the row a job's effect could not land: no claim until it exists.
+                    tracing::info!("creating the ledger row: {}", e.describe());
+                    db.reset();
+                    tokio::time::sleep(Duration::from_millis(config.lock.retry_ms)).await;
+                    job = next_job(job, rec.clock.now(), every_ns);
+                    continue;
+                }
             }
         }
         let op = format!("job-{job}");
@@ -66,21 +73,23 @@ pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyh
         let claim = if w.claim_by_insert {
             match bounded(t, s.client.execute(CLAIM, &[&job_id, &process])).await {
                 Ok(_) => Ok(()),
-                Err(f) if f.is_code(&SqlState::UNIQUE_VIOLATION) => Err((EventType::Fail, "claimed by another client".to_string())),
-                Err(f @ Failure::Refused(_)) => Err((EventType::Fail, f.describe())),
+                Err(f) if f.is_code(&SqlState::UNIQUE_VIOLATION) => Err((EventType::Fail, "claimed by another client".to_string(), false)),
+                Err(f @ Failure::Refused(_)) => Err((EventType::Fail, f.describe(), false)),
                 // The claim may be in: the job is not done by this client, and may be by none.
-                Err(Failure::Unknown(why)) => Err((EventType::Info, why)),
+                Err(Failure::Unknown(why)) => Err((EventType::Info, why, true)),
             }
         } else {
+            // A check that did not answer claims nothing: the job is not done by this client.
             match bounded(t, s.client.query_one(DONE_ALREADY, &[&job_id])).await {
-                Ok(row) if row.get::<_, bool>(0) => Err((EventType::Fail, "done already".to_string())),
+                Ok(row) if row.get::<_, bool>(0) => Err((EventType::Fail, "done already".to_string(), false)),
                 Ok(_) => Ok(()),
-                Err(f) => Err((EventType::Fail, f.describe())),
+                Err(f @ Failure::Refused(_)) => Err((EventType::Fail, f.describe(), false)),
+                Err(f @ Failure::Unknown(_)) => Err((EventType::Fail, f.describe(), true)),
             }
         };
         match claim {
-            Err((kind, why)) => {
-                if kind == EventType::Info {
+            Err((kind, why, broken_connection)) => {
+                if broken_connection {
                     db.reset();
                 }
                 rec.record(kind, "claim", |e| {
