@@ -102,12 +102,15 @@ impl Shard {
     }
 }
 
-/// Runs this shard's runs of the chosen scenarios, until Ctrl-C or SIGTERM. Exit status: 0 every
-/// run matched its expectation, 1 some did not, 2 a run ended unknown or in an error (e.g. a
-/// fault this kernel lacks).
-pub async fn run_matrix(chosen: Vec<LoadedScenario>, runs: u32, shard: Shard, opts: &RunOptions, events: &EventSink) -> u8 {
-    let mut code = 0;
+/// Runs this shard's runs of the chosen scenarios, `jobs` at a time, until Ctrl-C or SIGTERM.
+/// Exit status: 0 every run matched its expectation, 1 some did not, 2 a run ended unknown or
+/// in an error (e.g. a fault this kernel lacks).
+pub async fn run_matrix(chosen: Vec<LoadedScenario>, runs: u32, shard: Shard, jobs: usize, opts: &RunOptions, events: &EventSink) -> u8 {
     let counts = shard.runs_of(chosen.len(), runs);
+    if jobs > 1 {
+        return run_side_by_side(chosen, counts, jobs, opts, events).await;
+    }
+    let mut code = 0;
     for (loaded, count) in chosen.into_iter().zip(counts) {
         if count == 0 {
             continue;
@@ -120,6 +123,32 @@ pub async fn run_matrix(chosen: Vec<LoadedScenario>, runs: u32, shard: Shard, op
         }
     }
     code
+}
+
+/// `jobs` runs at once, each a series of one (runs are isolated by their labels, networks and
+/// folders). A run that errs does not stop its scenario's other runs; Ctrl-C or SIGTERM stops
+/// every run going (each hears the signal) and starts no more.
+async fn run_side_by_side(chosen: Vec<LoadedScenario>, counts: Vec<u32>, jobs: usize, opts: &RunOptions, events: &EventSink) -> u8 {
+    use futures_util::stream::StreamExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stopped = AtomicBool::new(false);
+    let runs: Vec<Arc<LoadedScenario>> =
+        chosen.into_iter().zip(counts).flat_map(|(loaded, count)| std::iter::repeat_n(Arc::new(loaded), count as usize)).collect();
+    let stopped = &stopped;
+    futures_util::stream::iter(runs)
+        .map(|loaded| async move {
+            if stopped.load(Ordering::SeqCst) {
+                return 0;
+            }
+            let series = series::run_series(loaded, opts, 1, events).await;
+            if series.interrupted_by_signal {
+                stopped.store(true, Ordering::SeqCst);
+            }
+            series.exit_code()
+        })
+        .buffer_unordered(jobs)
+        .fold(0, |code, run| async move { code.max(run) })
+        .await
 }
 
 #[cfg(test)]

@@ -74,7 +74,8 @@ impl RunDir {
     /// Points `store/latest` at this run (a relative symlink, replaced atomically).
     pub fn point_latest(&self) -> anyhow::Result<()> {
         let target = self.path.strip_prefix(&self.store).unwrap_or(&self.path).to_path_buf();
-        let tmp = self.store.join(format!(".latest-{}", std::process::id()));
+        // Of this run: runs side by side (`matrix --jobs`) each make their own.
+        let tmp = self.store.join(format!(".latest-{}", self.run_id));
         let _ = std::fs::remove_file(&tmp);
         std::os::unix::fs::symlink(&target, &tmp)?;
         std::fs::rename(&tmp, self.store.join("latest"))?;

@@ -1,5 +1,6 @@
 //! The matrix past one machine: three shards (`--shard K/3`) merged with `lockchaos matrix
-//! merge` give the same cells and run counts as the matrix run whole; and the nightly
+//! merge`, and the matrix run two at a time (`--jobs 2`), give the same cells and run counts
+//! as the matrix run whole, one run after another; and the nightly
 //! workflow that fans the shards out is a valid GitHub workflow (checked against the schema
 //! that check-jsonschema carries, offline), so a typo fails here rather than at night.
 
@@ -13,7 +14,7 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn matrix(store: &Path, shard: Option<&str>) -> Child {
+fn matrix(store: &Path, extra: &[&str]) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockchaos"));
     cmd.current_dir(root())
         .args(["matrix", "--scenarios", SCENARIOS, "--runs", "2", "--time-limit", "3", "--quiet", "--store"])
@@ -21,9 +22,7 @@ fn matrix(store: &Path, shard: Option<&str>) -> Child {
         .env("CI", "true")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    if let Some(shard) = shard {
-        cmd.args(["--shard", shard]);
-    }
+    cmd.args(extra);
     cmd.spawn().unwrap()
 }
 
@@ -60,14 +59,15 @@ fn cells(store: &Path) -> (Vec<Cell>, Vec<String>) {
 }
 
 #[test]
-fn three_shards_merged_equal_the_whole_matrix() {
+fn three_shards_merged_and_two_jobs_equal_the_whole_matrix() {
     let dir = tempfile::Builder::new().prefix("shards-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let whole = dir.path().join("whole");
     let shards: Vec<PathBuf> = (1..=3).map(|k| dir.path().join(format!("shard-{k}"))).collect();
+    let two_jobs = dir.path().join("two-jobs");
     // All at once: runs are isolated by their labels and networks.
-    let mut children = vec![("whole".to_string(), matrix(&whole, None))];
+    let mut children = vec![("whole".to_string(), matrix(&whole, &[])), ("--jobs 2".to_string(), matrix(&two_jobs, &["--jobs", "2"]))];
     for (k, store) in shards.iter().enumerate() {
-        children.push((format!("shard {}/3", k + 1), matrix(store, Some(&format!("{}/3", k + 1)))));
+        children.push((format!("shard {}/3", k + 1), matrix(store, &["--shard", &format!("{}/3", k + 1)])));
     }
     for (name, child) in children {
         let out = child.wait_with_output().unwrap();
@@ -97,6 +97,7 @@ fn three_shards_merged_equal_the_whole_matrix() {
     let (merged_cells, reports) = cells(&merged);
     assert_eq!(whole_cells.len(), 2, "{whole_cells:?}");
     assert_eq!(merged_cells, whole_cells);
+    assert_eq!(cells(&two_jobs).0, whole_cells, "two at a time");
     // Every run's report is reachable from the merged matrix.
     assert_eq!(reports.len(), 4);
     for r in reports {

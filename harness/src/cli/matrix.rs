@@ -35,6 +35,11 @@ pub struct Args {
     /// so N machines together run the whole matrix; `lockchaos matrix merge` joins their stores.
     #[arg(long, value_name = "K/N")]
     shard: Option<harness::matrix::Shard>,
+    /// Runs at once on this machine (each run is isolated by its labels and network). With more
+    /// than one, progress is one line per finished run. Timing-sensitive scenarios may match
+    /// less often on a loaded machine: see the README.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    jobs: u32,
 }
 
 #[derive(clap::Subcommand)]
@@ -59,7 +64,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Every run needs Docker: say so once, before any run or file.
     harness::containers::docker_api::connect().await?;
     std::fs::create_dir_all(&args.store).with_context(|| format!("cannot create the store {}", args.store.display()))?;
-    let mut reporters = reporters::standard(args.quiet);
+    // Stages and bars of runs side by side would interleave: one line per finished run instead.
+    let mut reporters = reporters::standard(args.quiet || args.jobs > 1);
     reporters.push(Box::new(MatrixReport::new(args.store.clone())));
     if let Some(file) = args.junit {
         reporters.push(Box::new(Junit::new(file)));
@@ -67,7 +73,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let events = EventSink::new(reporters);
     let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: None, clients: None, exe: None };
     let shard = args.shard.unwrap_or(harness::matrix::Shard::WHOLE);
-    let code = harness::matrix::run_matrix(chosen, args.runs, shard, &opts, &events).await;
+    let code = harness::matrix::run_matrix(chosen, args.runs, shard, args.jobs as usize, &opts, &events).await;
     events.finish()?;
     Ok(ExitCode::from(code))
 }
