@@ -80,7 +80,6 @@ type Applications = Vec<(u64, Option<u64>)>;
 pub fn check_exactly_once(events: &[Event], max_evidence: usize) -> ExactlyOnce {
     let mut delivered: HashSet<&str> = HashSet::new();
     let mut acknowledged: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut claimed: HashSet<&str> = HashSet::new();
     let mut claimed_by: HashSet<(&str, u64)> = HashSet::new();
     let mut writes: HashMap<&str, Applications> = HashMap::new();
     let mut r = ExactlyOnce {
@@ -113,7 +112,6 @@ pub fn check_exactly_once(events: &[Event], max_evidence: usize) -> ExactlyOnce 
                 acknowledged.entry(op).or_insert(e.index);
             }
             (Process::Client(c), "claim", EventType::Ok) => {
-                claimed.insert(op);
                 claimed_by.insert((op, *c));
             }
             (Process::Client(_), "claim", EventType::Fail) => r.claims_refused += 1,
@@ -131,6 +129,7 @@ pub fn check_exactly_once(events: &[Event], max_evidence: usize) -> ExactlyOnce 
     r.operations = delivered.len() as u64;
     r.acknowledged = acknowledged.len() as u64;
     r.applied = writes.len() as u64;
+    let claimed: HashSet<&str> = claimed_by.iter().map(|(op, _)| *op).collect();
     r.claimed_not_done = claimed.iter().filter(|op| !writes.contains_key(*op)).count() as u64;
 
     // In the order of the first application, so the evidence reads along the history.

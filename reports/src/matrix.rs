@@ -155,7 +155,8 @@ fn cell(row: String, column: String, runs: &[&MatrixRun<'_>]) -> Cell {
     }
 }
 
-fn ms(v: Option<f64>) -> String {
+/// Milliseconds, rounded, or a dash when there are none (shared with the sweep page).
+pub(crate) fn ms(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "–".into())
 }
 

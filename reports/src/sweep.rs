@@ -7,6 +7,7 @@
 //! The SVG holds only numbers and this file's own words; the scenario names are in the HTML
 //! legend and table, which maud escapes.
 
+use crate::matrix::ms;
 use checker::{Event, EventType, Process};
 use maud::{html, Markup, PreEscaped};
 use plotters::prelude::*;
@@ -173,10 +174,6 @@ pub fn render_html(sweep: &Sweep, title: &str) -> String {
         }
     };
     crate::page::page(title, CSS, body)
-}
-
-fn ms(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "–".into())
 }
 
 fn figure(title: &str, y_desc: &str, clients: &[u32], lines: &[Vec<(u32, f64)>], ceilings: &[f64]) -> Markup {

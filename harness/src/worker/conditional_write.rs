@@ -16,7 +16,7 @@
 //! only this client touches (`{key}-{K}`); `one_owner_per_key = false`, its broken variant,
 //! puts every client on the one key.
 
-use super::no_lock_db::{bounded, Db, Failure};
+use super::no_lock_db::{bounded, Db, Failure, LEDGER_ROW};
 use super::{Recorder, WorkerConfig, WorkloadKind};
 use crate::lock_backends::postgres::Session;
 use checker::EventType;
@@ -32,7 +32,6 @@ const WRITE: &str = "WITH w AS (UPDATE ledger SET value = $2, version = version 
      WHERE key = $1 AND ($4::bigint IS NULL OR version = $4) RETURNING value), \
      l AS (INSERT INTO ledger_log (time_ns, client, key, f, value) SELECT $3, $5, $1, 'write', value FROM w) \
      SELECT count(*) FROM w";
-const ROW: &str = "INSERT INTO ledger (key, value, version) VALUES ($1, 0, 0) ON CONFLICT (key) DO NOTHING";
 
 pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyhow::Result<()> {
     let w = &config.workload;
@@ -58,7 +57,7 @@ pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyh
             };
             // The row must exist for a conditional update to find it.
             if !rows_made.contains(&key) {
-                match bounded(t, s.client.execute(ROW, &[&key])).await {
+                match bounded(t, s.client.execute(LEDGER_ROW, &[&key])).await {
                     Ok(_) => _ = rows_made.insert(key.clone()),
                     Err(e) => tracing::info!("creating the ledger row: {}", e.describe()),
                 }

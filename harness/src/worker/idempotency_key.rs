@@ -16,7 +16,7 @@
 //! applies the effect and then stores the key, each statement on its own, so a duplicate that
 //! arrives while the first is working is applied twice.
 
-use super::no_lock_db::{bounded, Db, Failure};
+use super::no_lock_db::{bounded, Db, Failure, ADD_ONE, LEDGER_ROW};
 use super::{Recorder, WorkerConfig};
 use crate::clock::RunClock;
 use crate::lock_backends::postgres::Session;
@@ -27,7 +27,6 @@ use std::pin::Pin;
 use std::time::Duration;
 use tokio::time::Instant;
 
-const ROW: &str = "INSERT INTO ledger (key, value, version) VALUES ($1, 0, 0) ON CONFLICT (key) DO NOTHING";
 const PENDING: &str = "SELECT op FROM outbox WHERE client = $1";
 const OUTBOX_PUT: &str = "INSERT INTO outbox (client, op) VALUES ($1, $2) ON CONFLICT (client) DO UPDATE SET op = $2";
 const OUTBOX_CLEAR: &str = "DELETE FROM outbox WHERE client = $1 AND op = $2";
@@ -39,10 +38,6 @@ const LOG_DEDUP: &str = "INSERT INTO ledger_log (time_ns, client, key, f, value,
 const APPLY_AND_STORE: &str = "WITH w AS (UPDATE ledger SET value = value + 1 WHERE key = $1 RETURNING value), \
      l AS (INSERT INTO ledger_log (time_ns, client, key, f, value, op) SELECT $2, $3, $1, 'write', value, $4 FROM w), \
      i AS (UPDATE idempotency SET result = w.value FROM w WHERE idempotency.op = $4) \
-     SELECT value FROM w";
-/// The broken variant's effect, logged, without the key.
-const APPLY: &str = "WITH w AS (UPDATE ledger SET value = value + 1 WHERE key = $1 RETURNING value), \
-     l AS (INSERT INTO ledger_log (time_ns, client, key, f, value, op) SELECT $2, $3, $1, 'write', value, $4 FROM w) \
      SELECT value FROM w";
 const STORE_KEY: &str = "INSERT INTO idempotency (op, result) VALUES ($1, $2) ON CONFLICT (op) DO NOTHING";
 
@@ -102,7 +97,7 @@ pub async fn run(config: &WorkerConfig, addr: &str, db: &mut Db, rec: &mut Recor
 async fn set_up(db: &mut Db, key: &str, slot: i64) -> Result<Option<String>, String> {
     let t = db.op_timeout;
     let s = db.session().await?;
-    bounded(t, s.client.execute(ROW, &[&key])).await.map_err(|f| f.describe())?;
+    bounded(t, s.client.execute(LEDGER_ROW, &[&key])).await.map_err(|f| f.describe())?;
     let row = bounded(t, s.client.query_opt(PENDING, &[&slot])).await.map_err(|f| f.describe())?;
     Ok(row.map(|r| r.get(0)))
 }
@@ -292,7 +287,7 @@ impl Handler {
         }
         tokio::time::sleep(self.work).await;
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [&self.key, &self.now(), &self.process, &self.op];
-        let value: i64 = match bounded(t, s.client.query_one(APPLY, &params)).await {
+        let value: i64 = match bounded(t, s.client.query_one(ADD_ONE, &params)).await {
             Ok(row) => row.get(0),
             Err(f @ Failure::Refused(_)) => return Delivered::NotApplied(f.describe()),
             Err(Failure::Unknown(why)) => return Delivered::Unknown(why),

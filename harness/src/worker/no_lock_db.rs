@@ -11,6 +11,15 @@ use std::time::Duration;
 /// it works; the work is shorter).
 const IDLE_IN_TRANSACTION: &str = "SET idle_in_transaction_session_timeout = '3s'";
 
+/// The counter's row, made once: the updates below find it.
+pub const LEDGER_ROW: &str = "INSERT INTO ledger (key, value, version) VALUES ($1, 0, 0) ON CONFLICT (key) DO NOTHING";
+
+/// One operation's effect: add one to the counter, logged with the operation's id.
+/// $1 key, $2 time_ns, $3 client, $4 op; selects the new value.
+pub const ADD_ONE: &str = "WITH w AS (UPDATE ledger SET value = value + 1 WHERE key = $1 RETURNING value), \
+     l AS (INSERT INTO ledger_log (time_ns, client, key, f, value, op) SELECT $2, $3, $1, 'write', value, $4 FROM w) \
+     SELECT value FROM w";
+
 /// Why a statement did not answer.
 #[derive(Debug)]
 pub enum Failure {

@@ -10,23 +10,19 @@
 //! job (`jobs_done`, no constraint), does it, then records it done; clients that check before
 //! any has finished all do it.
 
-use super::no_lock_db::{bounded, Db, Failure};
+use super::no_lock_db::{bounded, Db, Failure, ADD_ONE, LEDGER_ROW};
 use super::{Recorder, WorkerConfig};
 use checker::EventType;
 use std::time::Duration;
 use tokio_postgres::error::SqlState;
 
-const ROW: &str = "INSERT INTO ledger (key, value, version) VALUES ($1, 0, 0) ON CONFLICT (key) DO NOTHING";
 const CLAIM: &str = "INSERT INTO claims (job, client) VALUES ($1, $2)";
 const DONE_ALREADY: &str = "SELECT EXISTS (SELECT 1 FROM jobs_done WHERE job = $1)";
-/// $1 key, $2 time_ns, $3 client, $4 op, $5 job.
-const APPLY: &str = "WITH w AS (UPDATE ledger SET value = value + 1 WHERE key = $1 RETURNING value), \
-     l AS (INSERT INTO ledger_log (time_ns, client, key, f, value, op) SELECT $2, $3, $1, 'write', value, $4 FROM w) \
-     SELECT value, $5::bigint FROM w";
+/// ADD_ONE, and the job recorded done (the broken variant's record); $5 job.
 const APPLY_AND_RECORD_DONE: &str = "WITH w AS (UPDATE ledger SET value = value + 1 WHERE key = $1 RETURNING value), \
      l AS (INSERT INTO ledger_log (time_ns, client, key, f, value, op) SELECT $2, $3, $1, 'write', value, $4 FROM w), \
      d AS (INSERT INTO jobs_done (job, client) VALUES ($5, $3)) \
-     SELECT value, $5::bigint FROM w";
+     SELECT value FROM w";
 
 pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyhow::Result<()> {
     let w = &config.workload;
@@ -55,7 +51,7 @@ pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyh
             }
         };
         if !row_made {
-            match bounded(t, s.client.execute(ROW, &[&w.key])).await {
+            match bounded(t, s.client.execute(LEDGER_ROW, &[&w.key])).await {
                 Ok(_) => row_made = true,
                 Err(e) => {
                     // Without the row a job's effect could not land: no claim until it exists.
@@ -101,9 +97,13 @@ pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyh
                 rec.record(EventType::Ok, "claim", |e| e.op = Some(op.clone()))?;
                 rec.record(EventType::Invoke, "apply", |e| e.op = Some(op.clone()))?;
                 tokio::time::sleep(Duration::from_millis(w.work_ms.draw(&mut rec.rng))).await;
-                let apply = if w.claim_by_insert { APPLY } else { APPLY_AND_RECORD_DONE };
                 let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [&w.key, &(rec.clock.now() as i64), &process, &op, &job_id];
-                let (kind, value, error) = match bounded(t, s.client.query_one(apply, &params)).await {
+                let applied = if w.claim_by_insert {
+                    bounded(t, s.client.query_one(ADD_ONE, &params[..4])).await
+                } else {
+                    bounded(t, s.client.query_one(APPLY_AND_RECORD_DONE, &params)).await
+                };
+                let (kind, value, error) = match applied {
                     Ok(row) => (EventType::Ok, Some(row.get::<_, i64>(0)), None),
                     Err(f @ Failure::Refused(_)) => (EventType::Fail, None, Some(f.describe())),
                     Err(Failure::Unknown(why)) => (EventType::Info, None, Some(why)),
