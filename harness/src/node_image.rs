@@ -29,6 +29,35 @@ pub const LIBFAKETIME: &str = "/opt/lockchaos/libfaketime.so.1";
 /// Also in the image env as `LOCKCHAOS_JEMALLOC_STUB_DIR`.
 pub const JEMALLOC_STUB_DIR: &str = "/opt/lockchaos/jemalloc-stub";
 
+/// One file of the image (the jemalloc stand-in, for a host that lacks it): read from a
+/// container created from the image and never started, removed at once. The container carries
+/// the run and controller labels, so `lockchaos clean` removes it if this process dies first.
+pub async fn read_file(docker: &bollard::Docker, path: &str, labels: std::collections::HashMap<String, String>) -> Result<Vec<u8>> {
+    use bollard::models::ContainerCreateBody;
+    use bollard::query_parameters::{DownloadFromContainerOptions, RemoveContainerOptions};
+    let body =
+        ContainerCreateBody { image: Some(IMAGE.into()), cmd: Some(vec!["true".into()]), labels: Some(labels), ..Default::default() };
+    let created = docker.create_container(None, body).await.with_context(|| format!("cannot create a container of {IMAGE}"))?;
+    let mut stream = docker.download_from_container(&created.id, Some(DownloadFromContainerOptions { path: path.into() }));
+    let mut archive = vec![];
+    let mut failed = None;
+    while let Some(chunk) = stream.next().await {
+        match chunk {
+            Ok(bytes) => archive.extend_from_slice(&bytes),
+            Err(e) => failed = Some(e),
+        }
+    }
+    let _ = docker.remove_container(&created.id, Some(RemoveContainerOptions { force: true, ..Default::default() })).await;
+    if let Some(e) = failed {
+        return Err(e).with_context(|| format!("cannot read {path} from {IMAGE}"));
+    }
+    let mut tar = tar::Archive::new(archive.as_slice());
+    let mut entry = tar.entries()?.next().with_context(|| format!("{path} is not in {IMAGE}"))??;
+    let mut bytes = vec![];
+    std::io::Read::read_to_end(&mut entry, &mut bytes)?;
+    Ok(bytes)
+}
+
 /// The build inputs, in the order they are hashed (build-offline.sh hashes the same files
 /// in the same order, so a hand-built image gets the same label).
 const INPUTS: [(&str, &str); 4] = [

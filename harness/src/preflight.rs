@@ -5,7 +5,8 @@
 //! lock_backends, so neither needs the other; errors name the file, line and field like the
 //! loader's.
 
-use crate::faults::BackendView;
+use crate::faults::{BackendView, Fault};
+use crate::hosts::NodesFile;
 use crate::lock_backends::Persistence;
 use crate::resource::ResourceKind;
 use crate::scenario::{LoadedScenario, ScenarioError};
@@ -81,6 +82,45 @@ fn rules(loaded: &LoadedScenario) -> Result<(), (String, String)> {
         check_target("nemesis.random.target".into(), &r.target)?;
         for f in &r.faults {
             f.action().check_backend(&r.target, &backend).map_err(|(name, msg)| (format!("nemesis.random.{name}"), msg))?;
+        }
+    }
+    Ok(())
+}
+
+/// The rules of a scenario run on the hosts of a nodes-file (`--nodes-file`): its backend can
+/// run there, and every fault can be done over SSH. Err: one line naming the scenario's file,
+/// line and field, and the nodes-file.
+pub fn check_hosts(loaded: &LoadedScenario, nodes: &NodesFile) -> Result<(), ScenarioError> {
+    hosts_rules(loaded, nodes).map_err(|(field, message)| loaded.error_at(&field, format!("{message} (hosts of {})", nodes.path.display())))
+}
+
+fn hosts_rules(loaded: &LoadedScenario, nodes: &NodesFile) -> Result<(), (String, String)> {
+    let s = &loaded.scenario;
+    let setup = s.backend_setup();
+    if let Err(why) = setup.remote_hosts() {
+        return Err(("backend".into(), format!("{} cannot run on remote hosts: {why}", s.backend.name())));
+    }
+    let shared_address = nodes.workers.is_none();
+    let check = |field: String, fault: &Fault, target: &Target| -> Result<(), (String, String)> {
+        if fault.name() == "latency" {
+            return Err((field, "latency is not done on remote hosts (netem on a host's interface could cut lockchaos's own SSH)".into()));
+        }
+        let cuts_a_client = fault.name().starts_with("partition")
+            && (target.is_client() || *target == Target::RandomClient || fault.action().members().iter().any(|m| m.is_client()));
+        if cuts_a_client && shared_address {
+            return Err((
+                field,
+                "cuts a client off, but the hosts see every client at this machine's one address: give the nodes-file a [workers] docker_network the hosts are on".into(),
+            ));
+        }
+        Ok(())
+    };
+    for (i, step) in s.nemesis.timeline.iter().enumerate() {
+        check(format!("nemesis.timeline[{i}].fault"), &step.fault, &step.target)?;
+    }
+    if let Some(r) = &s.nemesis.random {
+        for f in &r.faults {
+            check("nemesis.random.faults".into(), f, &r.target)?;
         }
     }
     Ok(())

@@ -47,8 +47,14 @@ pub async fn run_sweep(scenarios: Vec<LoadedScenario>, opts: &SweepOptions, even
             SweepLine { scenario: loaded.name.clone(), label: row(&loaded.scenario), ceiling_per_sec: ceiling, points: Vec::new() };
         let loaded = Arc::new(loaded);
         for &clients in &opts.clients {
-            let run_opts =
-                RunOptions { store: store.clone(), time_limit_secs: opts.time_limit_secs, seed: None, clients: Some(clients), exe: None };
+            let run_opts = RunOptions {
+                store: store.clone(),
+                time_limit_secs: opts.time_limit_secs,
+                seed: None,
+                clients: Some(clients),
+                exe: None,
+                nodes: None,
+            };
             let series = series::run_series(loaded.clone(), &run_opts, 1, events).await;
             let (Some(results), Some(run_dir)) = (series.runs.first(), series.dirs.first()) else {
                 exit_code = 2;

@@ -71,7 +71,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         reporters.push(Box::new(Junit::new(file)));
     }
     let events = EventSink::new(reporters);
-    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: None, clients: None, exe: None };
+    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: None, clients: None, exe: None, nodes: None };
     let shard = args.shard.unwrap_or(harness::matrix::Shard::WHOLE);
     let code = harness::matrix::run_matrix(chosen, args.runs, shard, args.jobs as usize, &opts, &events).await;
     events.finish()?;

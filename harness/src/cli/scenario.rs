@@ -1,6 +1,7 @@
 //! `lockchaos scenario NAME [--test-count N]`: one or more runs of a scenario.
 
 use harness::events::EventSink;
+use harness::hosts::NodesFile;
 use harness::reporters::{self, junit::Junit};
 use harness::run::RunOptions;
 use harness::{scenario_catalog, series};
@@ -33,11 +34,19 @@ pub struct Args {
     /// Also write JUnit XML here: one test case per run.
     #[arg(long)]
     junit: Option<PathBuf>,
+    /// Run the backend's servers on the hosts this file names, over SSH, instead of in node
+    /// containers (README: "Your own hosts").
+    #[arg(long)]
+    nodes_file: Option<PathBuf>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = scenario_catalog::resolve(&args.name)?;
-    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: args.seed, clients: args.clients, exe: None };
+    let nodes = match &args.nodes_file {
+        Some(path) => Some(Arc::new(NodesFile::load(path)?)),
+        None => None,
+    };
+    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: args.seed, clients: args.clients, exe: None, nodes };
     let mut reporters = reporters::standard(args.quiet);
     if let Some(file) = args.junit {
         reporters.push(Box::new(Junit::new(file)));

@@ -1,11 +1,12 @@
 //! One run's containers on one private bridge network, each at a fixed address.
 
 use super::{NAME_LABEL, ROLE_LABEL};
+use crate::hosts::{Host, WorkerNetwork};
 use anyhow::{bail, Context};
 use bollard::exec::{StartExecOptions, StartExecResults};
 use bollard::models::{
-    ContainerCreateBody, EndpointIpamConfig, EndpointSettings, ExecConfig, HostConfig, Ipam, IpamConfig, NetworkCreateRequest,
-    NetworkingConfig,
+    ContainerCreateBody, EndpointIpamConfig, EndpointSettings, ExecConfig, HostConfig, Ipam, IpamConfig, NetworkConnectRequest,
+    NetworkCreateRequest, NetworkingConfig,
 };
 use bollard::query_parameters::{CreateContainerOptions, KillContainerOptions, LogsOptions};
 use bollard::Docker;
@@ -13,7 +14,7 @@ use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// What a container is for; also its label `lockchaos.role`, and its host-part address range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,12 +50,31 @@ pub struct ContainerSpec {
     pub net_admin: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Member {
     pub name: String,
     pub role: Role,
-    pub id: String,
+    pub reach: Reach,
     pub ip: Ipv4Addr,
+}
+
+/// How a member is driven: a container of this run, or a host over SSH (a node only).
+#[derive(Clone)]
+pub enum Reach {
+    /// The container's id.
+    Container(String),
+    Host(Arc<Host>),
+}
+
+impl Member {
+    /// The container's id; Err for a host, which has none (the caller asked a container's
+    /// question of a node on a host: signal, freeze, logs).
+    fn container(&self) -> anyhow::Result<&str> {
+        match &self.reach {
+            Reach::Container(id) => Ok(id),
+            Reach::Host(h) => bail!("{} is a host reached over SSH, not a container", h.label()),
+        }
+    }
 }
 
 /// Shared by reference among the run's tasks (the nemesis restarts members while the workload
@@ -69,6 +89,8 @@ pub struct Cluster {
     prefix: [u8; 3],
     members: Mutex<Vec<Member>>,
     image: String,
+    /// A Docker network the hosts are on, which the workers join too (hosts.rs `WorkerNetwork`).
+    workers_network: Option<WorkerNetwork>,
 }
 
 impl Cluster {
@@ -103,6 +125,7 @@ impl Cluster {
                         prefix,
                         members: Mutex::new(vec![]),
                         image: image.into(),
+                        workers_network: None,
                     })
                 }
                 Err(e) if e.to_string().contains("overlap") => last_err = Some(e),
@@ -126,8 +149,33 @@ impl Cluster {
         }
     }
 
+    /// The address the nodes see `name` at: a host's own; a client's on the workers' network
+    /// when the hosts are reached through one; else the run's fixed addressing.
     pub fn planned_ip(&self, name: &str) -> anyhow::Result<Ipv4Addr> {
+        if let Ok(member) = self.member(name) {
+            if matches!(member.reach, Reach::Host(_)) {
+                return Ok(member.ip);
+            }
+        }
+        if let (Some(net), Some(k)) = (&self.workers_network, name.strip_prefix("client-").and_then(|k| k.parse::<u32>().ok())) {
+            return Ok(net.client_ip(k));
+        }
         Self::host_octet(name).map(|o| self.ip(o)).with_context(|| format!("no address for `{name}` in this run"))
+    }
+
+    /// Makes the hosts the run's nodes (n1 the first), reached over SSH from now on; the
+    /// workers join `network` when the hosts are on one.
+    pub fn attach_hosts(&mut self, hosts: &[Arc<Host>], network: Option<WorkerNetwork>) {
+        let members = self.members.get_mut().expect("members lock");
+        for host in hosts {
+            members.push(Member { name: host.entry.node.clone(), role: Role::Node, reach: Reach::Host(host.clone()), ip: host.entry.ip });
+        }
+        self.workers_network = network;
+    }
+
+    /// Whether the nodes are hosts reached over SSH.
+    pub fn nodes_are_hosts(&self) -> bool {
+        self.members.lock().expect("members lock").iter().any(|m| matches!(m.reach, Reach::Host(_)))
     }
 
     pub fn member(&self, name: &str) -> anyhow::Result<Member> {
@@ -174,7 +222,10 @@ impl Cluster {
         };
         if let Ok(old) = self.member(&spec.name) {
             let opts = bollard::query_parameters::RemoveContainerOptions { force: true, v: true, ..Default::default() };
-            self.docker.remove_container(&old.id, Some(opts)).await.with_context(|| format!("cannot remove the old {}", spec.name))?;
+            self.docker
+                .remove_container(old.container()?, Some(opts))
+                .await
+                .with_context(|| format!("cannot remove the old {}", spec.name))?;
             self.members.lock().expect("members lock").retain(|m| m.name != spec.name);
         }
         let name = self.container_name(&spec.name);
@@ -184,22 +235,47 @@ impl Cluster {
             .create_container(Some(opts), body)
             .await
             .with_context(|| format!("cannot create container {name} from image {}", self.image))?;
+        if let (Role::Worker, Some(net)) = (spec.role, &self.workers_network) {
+            self.join_workers_network(&created.id, &spec.name, net).await?;
+        }
         self.docker.start_container(&created.id, None).await.with_context(|| format!("cannot start container {name}"))?;
-        let member = Member { name: spec.name, role: spec.role, id: created.id, ip };
+        let member = Member { name: spec.name, role: spec.role, reach: Reach::Container(created.id), ip };
         self.members.lock().expect("members lock").push(member.clone());
         Ok(member)
     }
 
-    /// Runs a command inside a member and returns (exit code, combined output).
+    /// Connects a worker's container to the hosts' network at its fixed address there.
+    async fn join_workers_network(&self, id: &str, name: &str, net: &WorkerNetwork) -> anyhow::Result<()> {
+        let k = name.strip_prefix("client-").and_then(|k| k.parse::<u32>().ok()).context("a worker is named client-K")?;
+        let address = net.client_ip(k).to_string();
+        let request = NetworkConnectRequest {
+            container: id.to_string(),
+            endpoint_config: Some(EndpointSettings {
+                ipam_config: Some(EndpointIpamConfig { ipv4_address: Some(address.clone()), ..Default::default() }),
+                ..Default::default()
+            }),
+        };
+        self.docker
+            .connect_network(&net.docker_network, request)
+            .await
+            .with_context(|| format!("cannot connect {name} to the hosts' Docker network {} at {address}", net.docker_network))
+    }
+
+    /// Runs a command inside a member (over SSH on a host, as root, marked as the run's) and
+    /// returns (exit code, combined output).
     pub async fn exec(&self, name: &str, cmd: &[&str]) -> anyhow::Result<(i64, String)> {
         let member = self.member(name)?;
+        let id = match &member.reach {
+            Reach::Container(id) => id,
+            Reach::Host(host) => return host.exec(Some(&self.run_id), cmd).await.with_context(|| format!("on {}", host.label())),
+        };
         let config = ExecConfig {
             cmd: Some(cmd.iter().map(|s| s.to_string()).collect()),
             attach_stdout: Some(true),
             attach_stderr: Some(true),
             ..Default::default()
         };
-        let exec = self.docker.create_exec(&member.id, config).await.with_context(|| format!("exec in {name}"))?;
+        let exec = self.docker.create_exec(id, config).await.with_context(|| format!("exec in {name}"))?;
         let mut output = String::new();
         if let StartExecResults::Attached { output: mut stream, .. } =
             self.docker.start_exec(&exec.id, Some(StartExecOptions { detach: false, ..Default::default() })).await?
@@ -225,26 +301,26 @@ impl Cluster {
     pub async fn signal(&self, name: &str, signal: &str) -> anyhow::Result<()> {
         let member = self.member(name)?;
         let opts = KillContainerOptions { signal: signal.to_string() };
-        self.docker.kill_container(&member.id, Some(opts)).await.with_context(|| format!("cannot send {signal} to {name}"))
+        self.docker.kill_container(member.container()?, Some(opts)).await.with_context(|| format!("cannot send {signal} to {name}"))
     }
 
     /// Freezes every process of the member (the cgroup freezer, `docker pause`): a client and
     /// whatever its program started.
     pub async fn freeze(&self, name: &str) -> anyhow::Result<()> {
         let member = self.member(name)?;
-        self.docker.pause_container(&member.id).await.with_context(|| format!("cannot freeze {name}"))
+        self.docker.pause_container(member.container()?).await.with_context(|| format!("cannot freeze {name}"))
     }
 
     /// Thaws what `freeze` froze.
     pub async fn thaw(&self, name: &str) -> anyhow::Result<()> {
         let member = self.member(name)?;
-        self.docker.unpause_container(&member.id).await.with_context(|| format!("cannot thaw {name}"))
+        self.docker.unpause_container(member.container()?).await.with_context(|| format!("cannot thaw {name}"))
     }
 
     /// Whether the member is still running, and its exit code when it is not.
     pub async fn state(&self, name: &str) -> anyhow::Result<(bool, Option<i64>)> {
         let member = self.member(name)?;
-        let info = self.docker.inspect_container(&member.id, None).await?;
+        let info = self.docker.inspect_container(member.container()?, None).await?;
         let state = info.state.unwrap_or_default();
         Ok((state.running.unwrap_or(false), state.exit_code))
     }
@@ -253,7 +329,7 @@ impl Cluster {
     pub async fn logs(&self, name: &str) -> anyhow::Result<String> {
         let member = self.member(name)?;
         let opts = LogsOptions { stdout: true, stderr: true, timestamps: false, ..Default::default() };
-        let mut stream = self.docker.logs(&member.id, Some(opts));
+        let mut stream = self.docker.logs(member.container()?, Some(opts));
         let mut out = String::new();
         while let Some(chunk) = stream.next().await {
             out.push_str(&chunk?.to_string());

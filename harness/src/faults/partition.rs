@@ -156,6 +156,12 @@ impl Cut<'_> {
                 out.push((node.clone(), (self.refuse)(client)));
             }
         }
+        // Tagged with the run, so a teardown on a host (or `lockchaos clean`) deletes exactly
+        // this run's rules: `CHAIN -m comment --comment lockchaos-<run> …`.
+        let tag = crate::hosts::rule_tag(&ctx.cluster.run_id);
+        for (_, rule) in &mut out {
+            rule.splice(1..1, ["-m", "comment", "--comment", &tag].map(String::from));
+        }
         Ok(out)
     }
 

@@ -251,6 +251,11 @@ pub trait BackendSetup: Send + Sync {
     fn kill_session(&self) -> Result<&dyn KillSession, Unsupported> {
         Err("its server has no sessions to end one by one")
     }
+    /// Its servers can run on hosts a nodes-file names (hosts/): the Debian packages each host
+    /// needs for them.
+    fn remote_hosts(&self) -> Result<&'static [&'static str], Unsupported> {
+        Err("lockchaos runs its servers only in containers so far (a host's own cluster and data directory would be at stake)")
+    }
 }
 
 /// Capability: the servers elect a leader.

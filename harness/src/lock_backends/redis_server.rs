@@ -189,6 +189,10 @@ impl BackendSetup for IndependentServers {
         PROCESS
     }
 
+    fn remote_hosts(&self) -> Result<&'static [&'static str], Unsupported> {
+        Ok(&["redis-server", "redis-tools"])
+    }
+
     fn clock_faults(&self) -> Result<(), Unsupported> {
         Ok(())
     }

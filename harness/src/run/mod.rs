@@ -3,6 +3,7 @@
 
 mod finalize;
 mod provision;
+mod remote_nodes;
 pub mod stages;
 mod workers;
 mod workload;
@@ -10,6 +11,7 @@ mod workload;
 use crate::clock::RunClock;
 use crate::containers::{docker_api, teardown};
 use crate::events::{Event, EventSink, Stage};
+use crate::hosts::{NodesFile, RemoteNodes};
 use crate::node_image;
 use crate::run_store::RunDir;
 use crate::scenario::LoadedScenario;
@@ -27,6 +29,8 @@ pub struct RunOptions {
     /// The lockchaos binary mounted into the containers (workers and the ledger run it);
     /// default: this process's own executable.
     pub exe: Option<PathBuf>,
+    /// Hosts to run the nodes on, over SSH, in place of node containers (`--nodes-file`).
+    pub nodes: Option<Arc<NodesFile>>,
 }
 
 /// Everything fixed before the first container starts.
@@ -39,6 +43,8 @@ pub struct RunContext {
     pub exe: PathBuf,
     /// When each stage began (run.json `stages`).
     pub stages: stages::StageTimes,
+    /// The nodes' hosts, connected, checked and claimed, when the run has a nodes-file.
+    pub remote: Option<Arc<RemoteNodes>>,
 }
 
 /// What the workload phase observed, for results.json.
@@ -74,6 +80,11 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     events.emit(Event::Stage(Stage::Image));
     let build_line = |line: &str| events.emit(Event::ImageBuildLine(line.to_string()));
     node_image::ensure_image(&docker, node_image::BuildMethod::Auto, false, &build_line).await?;
+    // The hosts next, still before the run folder: a host that cannot serve is one line.
+    let remote = match &opts.nodes {
+        Some(file) => Some(Arc::new(remote_nodes::connect(&docker, &loaded, file).await?)),
+        None => None,
+    };
 
     std::fs::create_dir_all(&opts.store).with_context(|| format!("cannot create the store {}", opts.store.display()))?;
     let dir = RunDir::create(&opts.store, &loaded.name)?;
@@ -83,7 +94,11 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
         None => std::env::current_exe()?,
     };
     let stages = stages::StageTimes::new(Stage::Image, image_started);
-    let ctx = Arc::new(RunContext { loaded, seed, dir, clock: RunClock::start_now(), exe, stages });
+    if let Some(remote) = &remote {
+        // A host claimed meanwhile by another run: this run's own claims are undone.
+        remote_nodes::claim(remote, &dir, &loaded).await?;
+    }
+    let ctx = Arc::new(RunContext { loaded, seed, dir, clock: RunClock::start_now(), exe, stages, remote });
     finalize::write_inputs(&ctx)?;
 
     let run_id = ctx.dir.run_id.clone();
@@ -124,13 +139,19 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
 
     ctx.stages.enter(events, Stage::Teardown);
     finalize::save_container_logs(&docker, &run_id, &ctx.dir).await;
-    let removed = teardown::remove_labelled(&docker, Some(&run_id)).await;
+    let (removed, healed) = tokio::join!(teardown::remove_labelled(&docker, Some(&run_id)), async {
+        match &ctx.remote {
+            Some(remote) => remote.teardown(&ctx.dir.path.join("logs")).await.map(|_| ()),
+            None => Ok(()),
+        }
+    });
     ctx.stages.enter(events, Stage::Check);
     let results = finalize::check_and_report(&ctx, record, interrupted, error.clone(), events);
     // Where the time went, even when the check could not be written.
     finalize::write_stages(&ctx)?;
     let results = results?;
     removed?;
+    healed?;
     Ok(RunOutcome { results, dir: ctx.dir.path.clone(), error, interrupted_by_signal: signal.is_some() })
 }
 

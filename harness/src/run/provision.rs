@@ -73,15 +73,23 @@ pub fn worker_spec(ctx: &RunContext, name: &str, config: &Path, events: &Path) -
 
 pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events::EventSink) -> anyhow::Result<Provisioned> {
     let s = &ctx.loaded.scenario;
-    let cluster = Cluster::create(docker, &ctx.dir.run_id, &ctx.dir.path, IMAGE, ctx.seed).await?;
+    let mut cluster = Cluster::create(docker, &ctx.dir.run_id, &ctx.dir.path, IMAGE, ctx.seed).await?;
     let backend = s.backend_setup();
+    // On hosts, the nodes are there already: no node containers.
+    let container_nodes = match &ctx.remote {
+        Some(remote) => {
+            cluster.attach_hosts(&remote.hosts, remote.file.workers.clone());
+            0
+        }
+        None => backend.node_count(),
+    };
     let resource_cmd = match s.resource.kind {
         ResourceKind::Postgres => vec!["sleep".into(), "infinity".into()],
         ResourceKind::Ledger => ledger_cmd(ctx),
     };
     // The containers start together: each is a create and a start of its own (fixed name and
     // address), and Docker does them side by side.
-    let nodes = (1..=backend.node_count())
+    let nodes = (1..=container_nodes)
         .map(|i| cluster.start(container_spec(ctx, &format!("n{i}"), Role::Node, vec!["sleep".into(), "infinity".into()])));
     let (nodes, resource) = futures_util::future::join(
         futures_util::future::try_join_all(nodes),
@@ -137,7 +145,7 @@ fn ledger_cmd(ctx: &RunContext) -> Vec<String> {
 /// The worker binary is built on the host and mounted into bookworm containers; that needs a host
 /// glibc no newer than bookworm's. Say so plainly instead of letting workers die with a loader error.
 async fn check_binary_runs_in_image(cluster: &Cluster) -> anyhow::Result<()> {
-    let (code, out) = cluster.exec("n1", &[BIN, "--version"]).await?;
+    let (code, out) = cluster.exec("resource", &[BIN, "--version"]).await?;
     if code != 0 {
         bail!(
             "the host-built lockchaos binary does not run inside {IMAGE} (is the host's glibc newer than Debian bookworm's 2.36? then build lockchaos inside a bookworm container): {}",

@@ -43,6 +43,10 @@ impl BackendSetup for Setup {
         PROCESS
     }
 
+    fn remote_hosts(&self) -> Result<&'static [&'static str], Unsupported> {
+        Ok(&["etcd-server", "etcd-client"])
+    }
+
     fn renew(&self) -> Result<(), Unsupported> {
         Err("the etcd client keeps its lease alive by itself, every TTL/3")
     }

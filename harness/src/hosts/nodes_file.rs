@@ -1,0 +1,278 @@
+//! The nodes-file: the hosts a run's nodes are (n1 is the first `[[host]]`, n2 the second, …),
+//! how to reach them over SSH, and where the clients' containers find them. Read once, before
+//! anything starts; every error is one line naming the file, the line and the field.
+//!
+//! ```toml
+//! [[host]]
+//! address = "10.0.0.11"     # an IPv4 address or a name that resolves to one
+//! user = "root"             # default root; another user needs passwordless sudo
+//! port = 22                 # default 22
+//! key = "keys/lockchaos"    # private key, relative to this file
+//!
+//! [ssh]
+//! known_hosts_file = "known_hosts"  # default: ssh's own (~/.ssh/known_hosts)
+//! accept_new_host_keys = false      # true: a host not yet known is added (never a changed key)
+//! connect_timeout_secs = 10
+//!
+//! [workers]                 # optional: see `WorkerNetwork`
+//! docker_network = "staging"
+//! first_address = "10.0.0.101"
+//! ```
+
+use crate::toml_lines::{line_of_field, line_of_offset};
+use serde::Deserialize;
+use std::net::{Ipv4Addr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+
+/// A nodes-file that could not be used: `file:line: field 'host[1].key': what is wrong`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{}: {}{message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), field.as_ref().map(|f| format!("field '{f}': ")).unwrap_or_default())]
+pub struct NodesFileError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Shape {
+    host: Vec<HostShape>,
+    #[serde(default)]
+    ssh: SshShape,
+    workers: Option<WorkerNetwork>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostShape {
+    address: String,
+    #[serde(default = "default_user")]
+    user: String,
+    #[serde(default = "default_port")]
+    port: u16,
+    key: PathBuf,
+}
+
+fn default_user() -> String {
+    "root".into()
+}
+
+fn default_port() -> u16 {
+    22
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SshShape {
+    known_hosts_file: Option<PathBuf>,
+    #[serde(default)]
+    accept_new_host_keys: bool,
+    #[serde(default = "default_connect_timeout")]
+    connect_timeout_secs: u64,
+}
+
+impl Default for SshShape {
+    fn default() -> Self {
+        SshShape { known_hosts_file: None, accept_new_host_keys: false, connect_timeout_secs: default_connect_timeout() }
+    }
+}
+
+fn default_connect_timeout() -> u64 {
+    10
+}
+
+/// One host, as node `nK`.
+#[derive(Clone, Debug)]
+pub struct HostEntry {
+    /// `n1`, `n2`, … in the file's order.
+    pub node: String,
+    /// As written in the file (what errors name).
+    pub address: String,
+    /// What it resolved to: what clients connect to and partitions cut.
+    pub ip: Ipv4Addr,
+    pub user: String,
+    pub port: u16,
+    /// Absolute.
+    pub key: PathBuf,
+}
+
+impl HostEntry {
+    /// `n1 (root@10.0.0.11:22)`: how every message names the host.
+    pub fn label(&self) -> String {
+        format!("{} ({}@{}:{})", self.node, self.user, self.address, self.port)
+    }
+}
+
+/// How ssh checks the hosts' keys.
+#[derive(Clone, Debug)]
+pub struct SshOptions {
+    /// Absolute; None: ssh's own.
+    pub known_hosts_file: Option<PathBuf>,
+    pub accept_new_host_keys: bool,
+    pub connect_timeout_secs: u64,
+}
+
+/// The clients run in containers on this machine. A host sees them through this machine's NAT,
+/// all from one address, unless they also join a Docker network the hosts are on: then each
+/// client has an address of its own there (client-K: `first_address` + K − 1), and a partition
+/// can cut one client off. Without it, faults that cut a client off are refused.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerNetwork {
+    pub docker_network: String,
+    pub first_address: Ipv4Addr,
+}
+
+impl WorkerNetwork {
+    /// Client K's (1-based) address on the network.
+    pub fn client_ip(&self, k: u32) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.first_address) + k - 1)
+    }
+}
+
+/// A nodes-file, read and checked (keys readable, addresses resolved).
+#[derive(Clone, Debug)]
+pub struct NodesFile {
+    pub path: PathBuf,
+    pub hosts: Vec<HostEntry>,
+    pub ssh: SshOptions,
+    pub workers: Option<WorkerNetwork>,
+}
+
+impl NodesFile {
+    pub fn load(path: &Path) -> Result<NodesFile, NodesFileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| NodesFileError {
+            file: path.to_path_buf(),
+            line: None,
+            field: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Self::parse(&text, path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<NodesFile, NodesFileError> {
+        let at = |field: &str, message: String| NodesFileError {
+            file: path.to_path_buf(),
+            line: line_of_field(text, field),
+            field: Some(field.to_string()),
+            message,
+        };
+        let shape: Shape = serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            NodesFileError {
+                file: path.to_path_buf(),
+                line: inner.span().map(|s| line_of_offset(text, s.start)).or_else(|| line_of_field(text, &field)),
+                field: (field != ".").then_some(field),
+                message: inner.message().trim().to_string(),
+            }
+        })?;
+        if shape.host.is_empty() {
+            return Err(at("host", "names no host: add a [[host]] table per node".into()));
+        }
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let absolute = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
+        let mut hosts = vec![];
+        for (i, h) in shape.host.into_iter().enumerate() {
+            let field = |name: &str| format!("host[{i}].{name}");
+            let key = absolute(&h.key);
+            if let Err(e) = std::fs::File::open(&key) {
+                return Err(at(&field("key"), format!("cannot read the key {}: {e}", key.display())));
+            }
+            let ip = resolve(&h.address, h.port).map_err(|why| at(&field("address"), why))?;
+            if hosts.iter().any(|o: &HostEntry| o.ip == ip) {
+                return Err(at(&field("address"), format!("{} is named twice: each node needs a host of its own", h.address)));
+            }
+            hosts.push(HostEntry { node: format!("n{}", i + 1), address: h.address, ip, user: h.user, port: h.port, key });
+        }
+        if shape.ssh.connect_timeout_secs == 0 {
+            return Err(at("ssh.connect_timeout_secs", "must be at least 1".into()));
+        }
+        let ssh = SshOptions {
+            known_hosts_file: shape.ssh.known_hosts_file.as_deref().map(absolute),
+            accept_new_host_keys: shape.ssh.accept_new_host_keys,
+            connect_timeout_secs: shape.ssh.connect_timeout_secs,
+        };
+        Ok(NodesFile { path: path.to_path_buf(), hosts, ssh, workers: shape.workers })
+    }
+
+    /// The error for a rule about the whole file (too few hosts for a backend).
+    pub fn error(&self, field: Option<&str>, message: String) -> NodesFileError {
+        let text = std::fs::read_to_string(&self.path).unwrap_or_default();
+        NodesFileError {
+            file: self.path.clone(),
+            line: field.and_then(|f| line_of_field(&text, f)),
+            field: field.map(String::from),
+            message,
+        }
+    }
+}
+
+/// An address as written, to the IPv4 address it names.
+fn resolve(address: &str, port: u16) -> Result<Ipv4Addr, String> {
+    if let Ok(ip) = address.parse::<Ipv4Addr>() {
+        return Ok(ip);
+    }
+    let found = (address, port).to_socket_addrs().map_err(|e| format!("cannot resolve {address}: {e}"))?;
+    found
+        .filter_map(|a| match a.ip() {
+            std::net::IpAddr::V4(ip) => Some(ip),
+            std::net::IpAddr::V6(_) => None,
+        })
+        .next()
+        .ok_or_else(|| format!("{address} has no IPv4 address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NodesFile;
+    use std::path::Path;
+
+    fn with_key(text: &str) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("key"), "not really a key").unwrap();
+        (dir, text.to_string())
+    }
+
+    #[test]
+    fn hosts_become_nodes_in_order_with_defaults_and_paths_beside_the_file() {
+        let (dir, text) = with_key(
+            "[[host]]\naddress = \"10.0.0.11\"\nkey = \"key\"\n\n[[host]]\naddress = \"localhost\"\nuser = \"ops\"\nport = 2222\nkey = \"key\"\n\n[ssh]\nknown_hosts_file = \"kh\"\n\n[workers]\ndocker_network = \"lab\"\nfirst_address = \"10.0.0.101\"\n",
+        );
+        let path = dir.path().join("nodes.toml");
+        let f = NodesFile::parse(&text, &path).unwrap();
+        assert_eq!(f.hosts.len(), 2);
+        assert_eq!(f.hosts[0].label(), "n1 (root@10.0.0.11:22)");
+        assert_eq!(f.hosts[1].label(), "n2 (ops@localhost:2222)");
+        assert_eq!(f.hosts[1].ip, std::net::Ipv4Addr::LOCALHOST);
+        assert_eq!(f.hosts[0].key, dir.path().join("key"));
+        assert_eq!(f.ssh.known_hosts_file.as_deref(), Some(dir.path().join("kh").as_path()));
+        assert_eq!(f.workers.unwrap().client_ip(3).to_string(), "10.0.0.103");
+    }
+
+    #[test]
+    fn bad_input_is_one_line_naming_the_file_the_line_and_the_field() {
+        let (dir, _) = with_key("");
+        let path = dir.path().join("nodes.toml");
+        let cases = [
+            ("[[host]]\naddress = \"10.0.0.11\"\nkey = \"key\"\nprot = 22\n", ":4: ", "unknown field `prot`"),
+            ("[[host]]\naddress = \"10.0.0.11\"\nkey = \"missing\"\n", ":3: field 'host[0].key'", "cannot read the key"),
+            (
+                "[[host]]\naddress = \"10.0.0.11\"\nkey = \"key\"\n[[host]]\naddress = \"10.0.0.11\"\nkey = \"key\"\n",
+                ":5: field 'host[1].address'",
+                "named twice",
+            ),
+            ("[[host]]\naddress = \"no-such-host.invalid\"\nkey = \"key\"\n", ":2: field 'host[0].address'", "cannot resolve"),
+            ("[[host]]\naddress = \"10.0.0.11\"\nkey = \"key\"\n[workers]\ndocker_network = \"lab\"\n", "workers", "first_address"),
+            ("host = []\n", "field 'host'", "names no host"),
+        ];
+        for (text, place, message) in cases {
+            let err = NodesFile::parse(text, &path).unwrap_err().to_string();
+            assert!(err.starts_with(&path.display().to_string()), "{err}");
+            assert!(err.contains(place) && err.contains(message), "{text:?} gave {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+        assert!(NodesFile::load(Path::new("/nonexistent/nodes.toml")).unwrap_err().to_string().contains("cannot read"));
+    }
+}
