@@ -20,6 +20,7 @@ pub mod matrix;
 pub mod nemesis;
 pub mod node_image;
 pub mod orphans;
+pub mod orphans_on_hosts;
 pub mod preflight;
 pub mod reporters;
 pub mod resource;

@@ -1,8 +1,11 @@
-//! `lockchaos clean [--all]`: finishes the runs whose lockchaos process is gone (see orphans.rs)
+//! `lockchaos clean [--all] [--nodes-file FILE]`: heals the hosts (orphans_on_hosts.rs), then finishes the runs whose lockchaos process is gone (see orphans.rs)
 //! and says which runs it finished and where their results are.
 
 use harness::containers::docker_api;
+use harness::hosts::NodesFile;
 use harness::orphans::{self, Finish};
+use harness::orphans_on_hosts::{self, HostCleaned};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -10,9 +13,35 @@ pub struct Args {
     /// Also stop the runs still going (their lockchaos processes write their own results).
     #[arg(long)]
     all: bool,
+    /// Also heal the hosts this file names of what gone runs left there (stopped servers,
+    /// iptables rules, clock offsets), before their containers are removed.
+    #[arg(long)]
+    nodes_file: Option<PathBuf>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut host_errors = 0;
+    if let Some(path) = &args.nodes_file {
+        let file = NodesFile::load(path)?;
+        for (host, result) in orphans_on_hosts::clean_hosts(&file, args.all).await {
+            match result {
+                Ok(HostCleaned::Free) => harness::print_line!("{host}: no run left anything"),
+                Ok(HostCleaned::Healed { run_id, healed }) => harness::print_line!(
+                    "{host}: healed {run_id}: woke and killed {} process(es), deleted {} rule(s), removed its files",
+                    healed.processes,
+                    healed.rules
+                ),
+                Ok(HostCleaned::LeftLive { run_id }) => harness::print_line!("{host}: left {run_id}, still going (--all stops it too)"),
+                Ok(HostCleaned::OtherMachine { run_id, machine }) => {
+                    harness::print_line!("{host}: left {run_id}, a run of machine {machine} (--all heals it anyway)")
+                }
+                Err(e) => {
+                    host_errors += 1;
+                    harness::eprint_line!("error: {e}");
+                }
+            }
+        }
+    }
     let docker = docker_api::connect().await?;
     let report = orphans::clean(&docker, args.all).await?;
     for run in &report.runs {
@@ -45,5 +74,5 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     for e in &report.errors {
         harness::eprint_line!("error: {e}");
     }
-    Ok(if report.errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if report.errors.is_empty() && host_errors == 0 { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }

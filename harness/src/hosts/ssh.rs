@@ -64,9 +64,13 @@ impl Host {
         let mut host = Host { entry: entry.clone(), session, sudo: false };
         let uid = host.output(&["id", "-u"], None).await.map_err(|e| format!("{}: {e}", entry.label()))?;
         if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-            let sudo = host.output(&["sudo", "-n", "true"], None).await.map_err(|e| format!("{}: {e}", entry.label()))?;
-            if !sudo.status.success() {
-                let said = first_line(&String::from_utf8_lossy(&sudo.stderr));
+            // A host without sudo at all makes the command fail to run (exit 127).
+            let said = match host.output(&["sudo", "-n", "true"], None).await {
+                Ok(out) if out.status.success() => None,
+                Ok(out) => Some(first_line(&String::from_utf8_lossy(&out.stderr))),
+                Err(e) => Some(first_line(&format!("{e:#}"))),
+            };
+            if let Some(said) = said {
                 return Err(format!("{}: {} is not root and has no passwordless sudo (`sudo -n true`: {said})", entry.label(), entry.user));
             }
             host.sudo = true;
