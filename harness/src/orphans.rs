@@ -3,10 +3,11 @@
 //! and networks, merge every party's events into history.jsonl, check them, and write
 //! results.json (interrupted, so never `safe`) and report.html into the run folder.
 //!
-//! Only a SIGSTOP outlives its run's lockchaos: every other fault lives inside the run's
+//! Only a SIGSTOP outlives its run's lockchaos here: every other fault lives inside the run's
 //! containers (iptables rules and netem in the nodes' network namespaces, libfaketime's offset
 //! file and a strobe's loop in the node) and ends when they are removed. A stopped process would
-//! die with its container too, but it is woken first, as a run's own heal does.
+//! die with its container too, but it is woken first, as a run's own heal does. Nodes on hosts
+//! are healed by orphans_on_hosts.rs (`clean --nodes-file`).
 //!
 //! A run is found by its `lockchaos.run` label; its folder by its `lockchaos.run_dir` label, or
 //! for runs made before that label, by the bind mount of the folder (the one holding run.json)

@@ -59,6 +59,13 @@ impl RemoteNodes {
     /// the first host that failed and what failed; nothing has been changed on any host but
     /// missing packages.
     pub async fn connect(file: NodesFile, count: usize, needs: &HostNeeds) -> anyhow::Result<RemoteNodes> {
+        let on_path = std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("ssh").is_file()));
+        if !on_path {
+            anyhow::bail!(
+                "ssh (OpenSSH's client) is not installed, and lockchaos reaches the hosts of {} through it: apt-get install openssh-client",
+                file.path.display()
+            );
+        }
         if file.hosts.len() < count {
             let message = format!("names {} host(s); the backend needs {count}", file.hosts.len());
             return Err(file.error(Some("host"), message).into());
