@@ -33,7 +33,7 @@ pub enum HostCleaned {
 pub async fn clean_hosts(file: &NodesFile, all: bool) -> Vec<(String, Result<HostCleaned, String>)> {
     let cleans = file.hosts.iter().map(|entry| async move {
         let result = async {
-            let host = Host::connect(entry, &file.ssh).await?;
+            let host = Host::connect(entry, &file.ssh, &crate::containers::controller_id()).await?;
             let result = clean_host(&host, all).await.map_err(|e| format!("{}: {e:#}", host.label()));
             host.close().await;
             result

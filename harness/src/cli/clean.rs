@@ -42,6 +42,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    // The ssh master connections of a killed lockchaos (this one's own are alive).
+    let masters = harness::hosts::end_masters_of_gone_runs(harness::containers::controller_alive);
+    if masters > 0 {
+        harness::print_line!("ended {masters} ssh master connection(s) of gone runs");
+    }
     let docker = docker_api::connect().await?;
     let report = orphans::clean(&docker, args.all).await?;
     for run in &report.runs {

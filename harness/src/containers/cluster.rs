@@ -325,6 +325,16 @@ impl Cluster {
         Ok((state.running.unwrap_or(false), state.exit_code))
     }
 
+    /// Waits until the member's container has exited, at most `limit`: true when it has (its
+    /// code is then in `state`). Docker answers the moment it exits, so nothing polls.
+    pub async fn wait_exit(&self, name: &str, limit: std::time::Duration) -> anyhow::Result<bool> {
+        let member = self.member(name)?;
+        let opts = bollard::query_parameters::WaitContainerOptions { condition: "not-running".into() };
+        let mut wait = self.docker.wait_container(member.container()?, Some(opts));
+        // An exit code other than 0 comes as an error of the stream: either way it has exited.
+        Ok(tokio::time::timeout(limit, wait.next()).await.is_ok())
+    }
+
     /// The container's stdout and stderr so far.
     pub async fn logs(&self, name: &str) -> anyhow::Result<String> {
         let member = self.member(name)?;

@@ -1,6 +1,7 @@
 //! Removing what runs leave: by label, so it works after a crash as well as at a normal end.
 
 use super::{NAME_LABEL, RUN_LABEL};
+use bollard::models::ContainerSummary;
 use bollard::query_parameters::{ListContainersOptions, ListNetworksOptions, LogsOptions, RemoveContainerOptions};
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -17,40 +18,56 @@ pub struct Removed {
 /// works after an abort or for a run whose lockchaos is gone). Best effort: a missing log must
 /// not stop the teardown.
 pub async fn save_logs(docker: &Docker, run_id: &str, logs_dir: &Path) {
-    let filters = HashMap::from([("label".to_string(), vec![format!("{RUN_LABEL}={run_id}")])]);
-    let Ok(containers) =
-        docker.list_containers(Some(ListContainersOptions { all: true, filters: Some(filters), ..Default::default() })).await
-    else {
-        return;
+    let Ok(containers) = list(docker, &label_filter(Some(run_id))).await else { return };
+    futures_util::future::join_all(containers.iter().map(|c| save_log(docker, c, logs_dir))).await;
+}
+
+async fn save_log(docker: &Docker, c: &ContainerSummary, logs_dir: &Path) {
+    let name = c.labels.as_ref().and_then(|l| l.get(NAME_LABEL)).cloned().unwrap_or_else(|| "unknown".into());
+    let opts = LogsOptions { stdout: true, stderr: true, ..Default::default() };
+    let mut stream = docker.logs(c.id.as_deref().unwrap_or_default(), Some(opts));
+    let mut out = String::new();
+    while let Some(Ok(chunk)) = stream.next().await {
+        out.push_str(&chunk.to_string());
+    }
+    let _ = std::fs::write(logs_dir.join(format!("{name}.log")), out);
+}
+
+fn label_filter(run_id: Option<&str>) -> HashMap<String, Vec<String>> {
+    let filter = match run_id {
+        Some(id) => format!("{RUN_LABEL}={id}"),
+        None => RUN_LABEL.to_string(),
     };
-    let saves = containers.into_iter().map(|c| async move {
-        let name = c.labels.as_ref().and_then(|l| l.get(NAME_LABEL)).cloned().unwrap_or_else(|| "unknown".into());
-        let opts = LogsOptions { stdout: true, stderr: true, ..Default::default() };
-        let mut stream = docker.logs(c.id.as_deref().unwrap_or_default(), Some(opts));
-        let mut out = String::new();
-        while let Some(Ok(chunk)) = stream.next().await {
-            out.push_str(&chunk.to_string());
-        }
-        let _ = std::fs::write(logs_dir.join(format!("{name}.log")), out);
-    });
-    futures_util::future::join_all(saves).await;
+    HashMap::from([("label".to_string(), vec![filter])])
+}
+
+async fn list(docker: &Docker, filters: &HashMap<String, Vec<String>>) -> Result<Vec<ContainerSummary>, bollard::errors::Error> {
+    docker.list_containers(Some(ListContainersOptions { all: true, filters: Some(filters.clone()), ..Default::default() })).await
+}
+
+/// A run's own teardown: each container's log saved into `logs_dir` and then the container
+/// removed, every container side by side; then the network.
+pub async fn save_logs_and_remove(docker: &Docker, run_id: &str, logs_dir: &Path) -> anyhow::Result<Removed> {
+    remove(docker, Some(run_id), Some(logs_dir)).await
 }
 
 /// Removes every container and network labelled with `run_id`, or with any run id when `None`.
 /// Containers go first (force: a stopped or SIGSTOPped process dies with its container).
 /// `lockchaos clean` chooses the runs whose lockchaos is gone (orphans.rs) and calls this.
 pub async fn remove_labelled(docker: &Docker, run_id: Option<&str>) -> anyhow::Result<Removed> {
-    let filter = match run_id {
-        Some(id) => format!("{RUN_LABEL}={id}"),
-        None => RUN_LABEL.to_string(),
-    };
-    let filters = HashMap::from([("label".to_string(), vec![filter])]);
+    remove(docker, run_id, None).await
+}
+
+async fn remove(docker: &Docker, run_id: Option<&str>, logs_dir: Option<&Path>) -> anyhow::Result<Removed> {
+    let filters = label_filter(run_id);
     let mut removed = Removed::default();
     let mut errors = vec![];
-    let containers =
-        docker.list_containers(Some(ListContainersOptions { all: true, filters: Some(filters.clone()), ..Default::default() })).await?;
+    let containers = list(docker, &filters).await?;
     // Side by side: each removal is a kill and a delete of its own.
     let removals = containers.into_iter().map(|c| async move {
+        if let Some(dir) = logs_dir {
+            save_log(docker, &c, dir).await;
+        }
         let id = c.id.unwrap_or_default();
         let opts = RemoveContainerOptions { force: true, v: true, ..Default::default() };
         (docker.remove_container(&id, Some(opts)).await, id)

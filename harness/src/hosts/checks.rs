@@ -35,9 +35,13 @@ pub async fn check(host: &Host, needs: &HostNeeds) -> Result<(), String> {
     let missing: Vec<&str> = needs.packages.iter().copied().filter(|p| !installed(p)).collect();
     if !missing.is_empty() {
         tracing::info!(host = %label, packages = ?missing, "installing with apt-get");
-        let mut install = vec!["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q", "--no-install-recommends"];
-        install.extend(missing.iter().copied());
-        let (code, out) = host.exec(None, &install).await.map_err(ssh_err)?;
+        // Debian starts a server's service when its package is installed: a policy-rc.d that
+        // refuses (exit 101) keeps it stopped, made only when the host has none and removed after.
+        let install = "set -u; made=; if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made=1; fi; \
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \"$@\"; code=$?; [ -n \"$made\" ] && rm -f /usr/sbin/policy-rc.d; exit $code";
+        let mut argv = vec!["sh", "-c", install, "install"];
+        argv.extend(missing.iter().copied());
+        let (code, out) = host.exec(None, &argv).await.map_err(ssh_err)?;
         if code != 0 {
             let last = out.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
             return Err(fail(format!("cannot install {} with apt-get: {last}", missing.join(" "))));

@@ -11,40 +11,47 @@ use super::ssh::Host;
 use super::{OWNER_FILE, STATE_DIR};
 use std::path::Path;
 
-/// Kills the marked processes (CONT first, so none stays stopped), waits until they are gone,
-/// deletes the tagged rules, removes the files. `$1` is the run id; prints what it did.
+/// Kills the marked processes (CONT first, so none stays stopped) until none is left (one
+/// started meanwhile is killed too), deletes the tagged rules and counts what is left, and
+/// removes the files only when nothing is left, so that a heal that could not finish can be
+/// run again (`clean --nodes-file` finds the run by its owner file). Arguments: run id, rule
+/// tag, state folder, server names. Prints what it did.
 const HEAL_SCRIPT: &str = r#"
-set -u
-run="$1"; state="$2"; shift 2; servers="$*"
+set -u -o pipefail
+run="$1"; tag="$2"; state="$3"; shift 3; servers="$*"
 marked() {
-  for d in /proc/[0-9]*; do
-    pid=${d#/proc/}
-    [ "$pid" = "$$" ] && continue
-    if tr '\0' '\n' < "$d/environ" 2>/dev/null | grep -qxF "LOCKCHAOS_RUN=$run"; then echo "$pid"; fi
-  done
-  # Servers that rewrite their environment for their process title (Redis) by name: the
+  grep -lzxsF "LOCKCHAOS_RUN=$run" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | grep -vx "$$" || true
+  # Servers that overwrite their environment with their process title (Redis), by name: the
   # host had none running when the run claimed it.
-  for server in $servers; do pgrep -x "$server"; done
+  for server in $servers; do pgrep -x "$server" || true; done
 }
-processes=0
-for pid in $(marked); do
-  kill -CONT "$pid" 2>/dev/null
-  kill -KILL "$pid" 2>/dev/null && processes=$((processes + 1))
+killed=""
+for _ in $(seq 50); do
+  pids=$(marked | sort -u)
+  [ -z "$pids" ] && break
+  for pid in $pids; do
+    kill -CONT "$pid" 2>/dev/null
+    kill -KILL "$pid" 2>/dev/null && killed="$killed $pid"
+  done
+  sleep 0.1
 done
-for _ in $(seq 50); do [ -z "$(marked)" ] && break; sleep 0.1; done
-left=$(marked | wc -w)
-rules=0
+processes=$(printf '%s\n' $killed | sort -u | grep -c . || true)
+left=$(marked | sort -u | grep -c . || true)
+rules=0; rules_left=0
 if command -v iptables-save >/dev/null 2>&1; then
-  tagged=$(iptables-save -t filter | grep -F -- "--comment lockchaos-$run " || true)
+  tagged() { iptables-save -t filter | grep -F -- "--comment $tag " || true; }
   while read -r rule; do
     [ -n "$rule" ] || continue
-    # shellcheck disable=SC2086  # a saved rule is words without quotes (lockchaos writes none)
-    iptables ${rule/#-A /-D } && rules=$((rules + 1))
-  done <<< "$tagged"
+    # shellcheck disable=SC2086  # a saved rule of ours is bare words (rule_tag)
+    iptables -w 5 ${rule/#-A /-D } && rules=$((rules + 1))
+  done <<< "$(tagged)"
+  rules_left=$(tagged | grep -c . || true)
 fi
-rm -rf "$state" /tmp/lockchaos-faketime /tmp/lockchaos-faketime.new /tmp/lockchaos-strobe.pid /tmp/lockchaos-slew \
-  /var/lib/lockchaos-redis /var/lib/etcd-n[0-9]*
-echo "processes=$processes rules=$rules left=$left"
+if [ "$left" = 0 ] && [ "$rules_left" = 0 ]; then
+  rm -rf "$state" /tmp/lockchaos-faketime /tmp/lockchaos-faketime.new /tmp/lockchaos-faketime.strobe \
+    /tmp/lockchaos-strobe.pid /tmp/lockchaos-slew /var/lib/lockchaos-redis /var/lib/etcd-n[0-9]*
+fi
+echo "processes=$processes rules=$rules left=$left rules_left=$rules_left"
 "#;
 
 /// What a heal did on one host.
@@ -58,16 +65,22 @@ pub struct Healed {
 /// or the script failed.
 pub async fn heal(host: &Host, owner: &Owner) -> anyhow::Result<Healed> {
     let run_id = owner.run_id.as_str();
-    anyhow::ensure!(!run_id.is_empty() && !run_id.contains(char::is_whitespace), "bad run id `{run_id}`");
-    let mut argv = vec!["bash", "-c", HEAL_SCRIPT, "heal", run_id, STATE_DIR];
+    anyhow::ensure!(!run_id.is_empty() && !run_id.contains('\n'), "bad run id `{run_id}`");
+    let tag = super::rule_tag(run_id);
+    let mut argv = vec!["bash", "-c", HEAL_SCRIPT, "heal", run_id, &tag, STATE_DIR];
     argv.extend(owner.servers.iter().map(String::as_str));
     let out = host.exec_ok(&argv).await?;
     let field = |name: &str| -> Option<u32> { out.split_whitespace().find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok()) };
-    let (Some(processes), Some(rules), Some(left)) = (field("processes"), field("rules"), field("left")) else {
+    let (Some(processes), Some(rules), Some(left), Some(rules_left)) =
+        (field("processes"), field("rules"), field("left"), field("rules_left"))
+    else {
         anyhow::bail!("{}: the heal said nothing of what it did: {}", host.label(), out.trim());
     };
-    if left > 0 {
-        anyhow::bail!("{}: {left} process(es) of run {run_id} still there after SIGKILL", host.label());
+    if left > 0 || rules_left > 0 {
+        anyhow::bail!(
+            "{}: {left} process(es) and {rules_left} iptables rule(s) of run {run_id} still there (run `lockchaos clean --nodes-file` again)",
+            host.label()
+        );
     }
     Ok(Healed { processes, rules })
 }

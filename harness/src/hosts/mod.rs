@@ -18,7 +18,7 @@ pub mod ssh;
 
 pub use heal::{Healed, Owner};
 pub use nodes_file::{HostEntry, NodesFile, NodesFileError, WorkerNetwork};
-pub use ssh::Host;
+pub use ssh::{end_masters_of_gone_runs, Host};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -29,9 +29,21 @@ pub const RUN_ENV: &str = "LOCKCHAOS_RUN";
 pub const STATE_DIR: &str = "/lockchaos";
 pub const OWNER_FILE: &str = "/lockchaos/owner";
 
-/// The comment on every iptables rule a run adds, on a host or in a container.
+/// The comment on every iptables rule a run adds, on a host or in a container: letters,
+/// digits, `-` and `_` only, so iptables-save prints it bare (a `.` or a space in a scenario's
+/// file name would make it quote the comment, and the heal's match would miss the rule).
 pub fn rule_tag(run_id: &str) -> String {
-    format!("lockchaos-{run_id}")
+    let bare: String = run_id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    format!("lockchaos-{bare}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_rule_tag_is_bare_whatever_the_scenario_is_called() {
+        assert_eq!(super::rule_tag("redis-single-pause-20261205t1z-ab12"), "lockchaos-redis-single-pause-20261205t1z-ab12");
+        assert_eq!(super::rule_tag("my.v2 test-1"), "lockchaos-my_v2_test-1");
+    }
 }
 
 /// What the scenario needs of every host.
@@ -58,7 +70,7 @@ impl RemoteNodes {
     /// Connects to the first `count` hosts side by side and checks each. Err: one line naming
     /// the first host that failed and what failed; nothing has been changed on any host but
     /// missing packages.
-    pub async fn connect(file: NodesFile, count: usize, needs: &HostNeeds) -> anyhow::Result<RemoteNodes> {
+    pub async fn connect(file: NodesFile, count: usize, needs: &HostNeeds, controller: &str) -> anyhow::Result<RemoteNodes> {
         let on_path = std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("ssh").is_file()));
         if !on_path {
             anyhow::bail!(
@@ -71,7 +83,7 @@ impl RemoteNodes {
             return Err(file.error(Some("host"), message).into());
         }
         let connects = file.hosts[..count].iter().map(|entry| async {
-            let host = Host::connect(entry, &file.ssh).await?;
+            let host = Host::connect(entry, &file.ssh, controller).await?;
             checks::check(&host, needs).await?;
             Ok::<_, String>(Arc::new(host))
         });

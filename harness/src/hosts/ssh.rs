@@ -8,13 +8,13 @@
 
 use super::nodes_file::{HostEntry, SshOptions};
 use super::RUN_ENV;
-use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder};
-use std::num::NonZeroUsize;
-use std::path::PathBuf;
+use openssh::{KnownHosts, Session, SessionBuilder};
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
-/// A master connection outlives a lockchaos killed by SIGKILL at most this long idle.
-const MASTER_IDLE_SECS: usize = 60;
+/// Beside each master's socket: the lockchaos process (controller id) it serves, so that
+/// `lockchaos clean` can end the masters of a lockchaos killed by SIGKILL.
+const CONTROLLER_FILE: &str = "controller";
 
 /// A connected host. Non-root users run every command through `sudo -n`.
 pub struct Host {
@@ -39,8 +39,10 @@ fn first_line(text: &str) -> String {
 
 impl Host {
     /// Connects and finds out whether commands need sudo. Err: one line naming the host and
-    /// what failed (unreachable, refused key, unknown host key, neither root nor sudo).
-    pub async fn connect(entry: &HostEntry, ssh: &SshOptions) -> Result<Host, String> {
+    /// what failed (unreachable, refused key, unknown host key, neither root nor sudo). The
+    /// master connection lives until the host is closed or dropped, or `lockchaos clean` ends
+    /// it for `controller`, the lockchaos process it serves, once that is gone.
+    pub async fn connect(entry: &HostEntry, ssh: &SshOptions, controller: &str) -> Result<Host, String> {
         let mut builder = SessionBuilder::default();
         builder
             .user(entry.user.clone())
@@ -49,7 +51,6 @@ impl Host {
             .connect_timeout(std::time::Duration::from_secs(ssh.connect_timeout_secs))
             .server_alive_interval(std::time::Duration::from_secs(5))
             .known_hosts_check(if ssh.accept_new_host_keys { KnownHosts::Add } else { KnownHosts::Strict })
-            .control_persist(ControlPersist::IdleFor(NonZeroUsize::new(MASTER_IDLE_SECS).expect("non-zero")))
             .control_directory(control_dir().map_err(|e| format!("{}: cannot make ssh's control folder: {e}", entry.label()))?);
         if let Some(file) = &ssh.known_hosts_file {
             builder.user_known_hosts_file(file);
@@ -61,6 +62,9 @@ impl Host {
             };
             format!("{}: cannot connect over SSH: {detail}", entry.label())
         })?;
+        if let Some(dir) = session.control_socket().parent() {
+            let _ = std::fs::write(dir.join(CONTROLLER_FILE), controller);
+        }
         let mut host = Host { entry: entry.clone(), session, sudo: false };
         let uid = host.output(&["id", "-u"], None).await.map_err(|e| format!("{}: {e}", entry.label()))?;
         if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
@@ -143,4 +147,38 @@ impl Host {
     pub async fn close(self) {
         let _ = self.session.close().await;
     }
+}
+
+/// Ends the master connections whose lockchaos is gone (`alive` says which controllers still
+/// run) and removes their folders: what a lockchaos killed by SIGKILL left on this machine.
+/// Returns how many it ended.
+pub fn end_masters_of_gone_runs(alive: impl Fn(&str) -> bool) -> usize {
+    let Ok(dir) = control_dir() else { return 0 };
+    let Ok(entries) = std::fs::read_dir(&dir) else { return 0 };
+    let mut ended = 0;
+    for entry in entries.flatten() {
+        let folder = entry.path();
+        let Ok(controller) = std::fs::read_to_string(folder.join(CONTROLLER_FILE)) else { continue };
+        if alive(controller.trim()) {
+            continue;
+        }
+        if end_master(&folder.join("master")) {
+            ended += 1;
+        }
+        let _ = std::fs::remove_dir_all(&folder);
+    }
+    ended
+}
+
+/// `ssh -O exit` on a master's socket: true when a master was there and ended.
+fn end_master(socket: &Path) -> bool {
+    socket.exists()
+        && std::process::Command::new("ssh")
+            .arg("-S")
+            .arg(socket)
+            .args(["-O", "exit", "lockchaos-host"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
 }

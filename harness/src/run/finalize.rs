@@ -1,7 +1,6 @@
 //! What every run leaves in its folder, whichever way it ended.
 
 use super::{RunContext, WorkloadRecord};
-use bollard::Docker;
 use results::{Outcome, RunResults};
 
 /// The scenario as run: the file's text, and the effective parameters after overrides.
@@ -29,12 +28,6 @@ pub fn write_stages(ctx: &RunContext) -> anyhow::Result<()> {
     run["stages"] = serde_json::to_value(ctx.stages.durations(std::time::Instant::now()))?;
     std::fs::write(&file, serde_json::to_vec_pretty(&run)?)?;
     Ok(())
-}
-
-/// Saves logs/<name>.log for every container of the run (found by label, so it also works
-/// after an abort). Best effort: a missing log must not stop the teardown.
-pub async fn save_container_logs(docker: &Docker, run_id: &str, dir: &crate::run_store::RunDir) {
-    crate::containers::teardown::save_logs(docker, run_id, &dir.path.join("logs")).await
 }
 
 /// Merges the history, checks it, writes results.json and report.html, points store/latest.

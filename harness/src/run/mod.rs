@@ -95,11 +95,20 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     };
     let stages = stages::StageTimes::new(Stage::Image, image_started);
     if let Some(remote) = &remote {
-        // A host claimed meanwhile by another run: this run's own claims are undone.
-        remote_nodes::claim(remote, &dir, &loaded).await?;
+        // A host claimed meanwhile by another run: this run's own claims are undone, and its
+        // empty folder removed (a run that cannot start leaves no folder).
+        if let Err(e) = remote_nodes::claim(remote, &dir, &loaded).await {
+            let _ = std::fs::remove_dir_all(&dir.path);
+            return Err(e);
+        }
     }
     let ctx = Arc::new(RunContext { loaded, seed, dir, clock: RunClock::start_now(), exe, stages, remote });
-    finalize::write_inputs(&ctx)?;
+    if let Err(e) = finalize::write_inputs(&ctx) {
+        if let Some(remote) = &ctx.remote {
+            let _ = remote.teardown(&ctx.dir.path.join("logs")).await;
+        }
+        return Err(e);
+    }
 
     let run_id = ctx.dir.run_id.clone();
     // Ctrl-C or SIGTERM asks the workload to stop: it heals its faults and records the clients
@@ -138,10 +147,10 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     let interrupted = error.is_some();
 
     ctx.stages.enter(events, Stage::Teardown);
-    finalize::save_container_logs(&docker, &run_id, &ctx.dir).await;
-    let (removed, healed) = tokio::join!(teardown::remove_labelled(&docker, Some(&run_id)), async {
+    let logs = ctx.dir.path.join("logs");
+    let (removed, healed) = tokio::join!(teardown::save_logs_and_remove(&docker, &run_id, &logs), async {
         match &ctx.remote {
-            Some(remote) => remote.teardown(&ctx.dir.path.join("logs")).await.map(|_| ()),
+            Some(remote) => remote.teardown(&logs).await.map(|_| ()),
             None => Ok(()),
         }
     });

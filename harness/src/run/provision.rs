@@ -98,7 +98,6 @@ pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events:
     .await;
     nodes?;
     let resource = resource?;
-    check_binary_runs_in_image(&cluster).await?;
 
     ctx.stages.enter(events, crate::events::Stage::Backend);
     // The resource's Postgres (if any) and the backend's servers start side by side too.
@@ -120,7 +119,9 @@ pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events:
             .and_then(|r| r)
             .with_context(|| format!("starting the {} backend", s.backend.name()))
     };
-    let (resource_port, ()) = tokio::try_join!(resource_ready, backend_ready)?;
+    // The binary's check beside them: it answers long before either, so its plain message wins
+    // over a resource that died of the same cause.
+    let (resource_port, (), ()) = tokio::try_join!(resource_ready, backend_ready, check_binary_runs_in_image(&cluster))?;
     wait_for_port(&cluster, "resource", resource_port).await?;
     Ok(Provisioned { cluster, backend, resource: SocketAddr::new(resource.ip.into(), resource_port) })
 }

@@ -3,18 +3,22 @@
 //! that cannot serve costs one line and nothing else), then claimed for the run.
 
 use crate::containers::{self, CONTROLLER_LABEL, RUN_LABEL};
-use crate::hosts::{self, HostNeeds, NodesFile, Owner, RemoteNodes};
+use crate::hosts::{self, HostNeeds, NodesFile, Owner, RemoteNodes, WorkerNetwork};
 use crate::node_image;
 use crate::run_store::RunDir;
 use crate::scenario::LoadedScenario;
 use bollard::Docker;
 use std::collections::HashMap;
+use std::net::Ipv4Addr;
 
 /// Every fault needs pgrep/pkill; a partition needs iptables.
 const FAULT_PACKAGES: &[&str] = &["procps", "iptables"];
 
 pub async fn connect(docker: &Docker, loaded: &LoadedScenario, file: &NodesFile) -> anyhow::Result<RemoteNodes> {
     crate::preflight::check_hosts(loaded, file)?;
+    if let Some(net) = &file.workers {
+        check_workers_network(docker, file, net, loaded.scenario.clients).await?;
+    }
     let setup = loaded.scenario.backend_setup();
     let mut packages: Vec<&'static str> = setup.remote_hosts().map_err(anyhow::Error::msg)?.to_vec();
     packages.extend(FAULT_PACKAGES);
@@ -32,7 +36,7 @@ pub async fn connect(docker: &Docker, loaded: &LoadedScenario, file: &NodesFile)
         jemalloc_stub = Some(node_image::read_file(docker, &stub, labels).await?);
     }
     let needs = HostNeeds { packages, servers: vec![setup.server_process()], clock_faults, jemalloc_stub };
-    RemoteNodes::connect(file.clone(), setup.node_count(), &needs).await
+    RemoteNodes::connect(file.clone(), setup.node_count(), &needs, &containers::controller_id()).await
 }
 
 pub async fn claim(remote: &RemoteNodes, dir: &RunDir, loaded: &LoadedScenario) -> anyhow::Result<()> {
@@ -43,4 +47,45 @@ pub async fn claim(remote: &RemoteNodes, dir: &RunDir, loaded: &LoadedScenario) 
         servers: vec![loaded.scenario.backend_setup().server_process().to_string()],
     };
     remote.claim(owner).await
+}
+
+/// The workers' network exists and holds every client's address.
+async fn check_workers_network(docker: &Docker, file: &NodesFile, net: &WorkerNetwork, clients: u32) -> anyhow::Result<()> {
+    let at = |message: String| file.error(Some("workers.docker_network"), message);
+    let found = docker
+        .inspect_network(&net.docker_network, None::<bollard::query_parameters::InspectNetworkOptions>)
+        .await
+        .map_err(|e| at(format!("no Docker network {} here: {e}", net.docker_network)))?;
+    let subnets: Vec<String> = found.ipam.and_then(|i| i.config).unwrap_or_default().into_iter().filter_map(|c| c.subnet).collect();
+    let within = |ip: Ipv4Addr| subnets.iter().any(|s| subnet_holds(s, ip));
+    let last = net.client_ip(clients.max(1));
+    if !within(net.first_address) || !within(last) {
+        return Err(at(format!(
+            "clients at {} to {last} are not all in the network {} ({})",
+            net.first_address,
+            net.docker_network,
+            if subnets.is_empty() { "it has no subnet of its own".to_string() } else { subnets.join(", ") }
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Whether `a.b.c.d/n` holds `ip`.
+fn subnet_holds(subnet: &str, ip: Ipv4Addr) -> bool {
+    let Some((base, bits)) = subnet.split_once('/') else { return false };
+    let (Ok(base), Ok(bits)) = (base.parse::<Ipv4Addr>(), bits.parse::<u32>()) else { return false };
+    let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits.min(32)) };
+    u32::from(base) & mask == u32::from(ip) & mask
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_subnet_holds_its_addresses_only() {
+        let ip = |s: &str| s.parse().unwrap();
+        assert!(super::subnet_holds("10.215.7.0/24", ip("10.215.7.101")));
+        assert!(!super::subnet_holds("10.215.7.0/24", ip("10.215.8.1")));
+        assert!(!super::subnet_holds("fd00::/64", ip("10.215.7.1")));
+    }
 }

@@ -13,7 +13,7 @@ use results::{WorkerFate, WorkerStatus};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub struct Workers<'a> {
     cluster: &'a Cluster,
@@ -161,24 +161,21 @@ impl<'a> Workers<'a> {
 
     /// Lets every client finish its round; kills those that do not within `grace`.
     pub async fn finish(&self, grace: Duration) -> anyhow::Result<Vec<WorkerStatus>> {
-        let deadline = Instant::now() + grace;
-        for (k, process) in self.running() {
+        // Side by side, each answered the moment its container exits.
+        let waits = self.running().into_iter().map(|(k, process)| async move {
             let name = format!("client-{k}");
-            loop {
-                let (running, exit_code) = self.cluster.state(&name).await?;
-                if !running {
-                    let fate = if exit_code == Some(0) { WorkerFate::Finished } else { WorkerFate::Died };
-                    self.end(k, process, fate, exit_code, None);
-                    break;
-                }
-                if Instant::now() > deadline {
-                    self.cluster.signal(&name, "SIGKILL").await?;
-                    self.end(k, process, WorkerFate::Killed, None, None);
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
+            let exited = self.cluster.wait_exit(&name, grace).await?;
+            let (running, exit_code) = self.cluster.state(&name).await?;
+            if exited && !running {
+                let fate = if exit_code == Some(0) { WorkerFate::Finished } else { WorkerFate::Died };
+                self.end(k, process, fate, exit_code, None);
+            } else {
+                self.cluster.signal(&name, "SIGKILL").await?;
+                self.end(k, process, WorkerFate::Killed, None, None);
             }
-        }
+            Ok::<_, anyhow::Error>(())
+        });
+        futures_util::future::try_join_all(waits).await?;
         Ok(self.statuses())
     }
 
