@@ -318,8 +318,10 @@ duration_ms = 600000
         .spawn()
         .unwrap();
     let run = wait_for_faults(store.path(), name, 3, &mut child);
+    let killed = child.id();
     child.kill().unwrap();
     child.wait().unwrap();
+    assert!(!masters_of(killed).is_empty(), "the killed lockchaos's ssh master connection is still there");
     let left = lab.leftovers(1);
     for thing in ["stopped process", "redis-server running", "rule ", "file /tmp/lockchaos-faketime", "file /lockchaos"] {
         assert!(left.iter().any(|l| l.starts_with(thing)), "a killed run leaves {thing:?} on the host: {left:?}");
@@ -336,6 +338,19 @@ duration_ms = 600000
     let (_, containers) = docker(&["ps", "-aq", "--filter", &format!("label=lockchaos.run={run_id}")]);
     assert_eq!(containers.trim(), "", "clean removed the run's containers too");
     assert!(run.join("results.json").is_file(), "clean finished the run's folder");
+    assert_eq!(masters_of(killed), Vec::<PathBuf>::new(), "clean ended the killed lockchaos's ssh masters");
+}
+
+/// The ssh master connections (their folders) that serve lockchaos process `pid`.
+fn masters_of(pid: u32) -> Vec<PathBuf> {
+    let dir = std::env::temp_dir().join("lockchaos-ssh");
+    let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| std::fs::read_to_string(p.join("controller")).is_ok_and(|c| c.starts_with(&format!("{pid}:"))))
+        .filter(|p| p.join("master").exists())
+        .collect()
 }
 
 #[test]
