@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # benches/overhead.sh BINARY STORE [SCENARIOS...]: 3 runs of each baseline at --time-limit 1; prints
-# each run's overhead (sum of stages minus clients and workload) and the per-stage medians.
+# each run's overhead (results.json duration minus the time limit) and the per-stage medians
+# from run.json's stages.
 set -u
-bin=$1; store=$2; shift 2
+bin=$(realpath "$1"); store=$(realpath -m "$2"); shift 2
 scen=${*:-redis-single-baseline redlock-baseline etcd-baseline postgres-session-baseline}
 cd "$(dirname "$0")/.."
 for s in $scen; do
