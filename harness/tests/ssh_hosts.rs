@@ -406,7 +406,13 @@ fn a_host_that_cannot_serve_is_one_line_naming_it_before_anything_starts() {
     assert!(err.contains("nemesis.timeline[0].fault") && err.contains("cuts a client off"), "{err}");
     let missing = lab.dir.path().join("missing-network.toml");
     std::fs::write(&missing, text.replace(&lab.network, "lockchaos-no-such-network")).unwrap();
-    let out = lockchaos().args(["scenario", "redis-single-pause", "--store"]).arg(store.path()).arg("--nodes-file").arg(&missing).output().unwrap();
+    let out = lockchaos()
+        .args(["scenario", "redis-single-pause", "--store"])
+        .arg(store.path())
+        .arg("--nodes-file")
+        .arg(&missing)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("field 'workers.docker_network'") && err.contains("no Docker network lockchaos-no-such-network"), "{err}");
     assert_eq!(lab.leftovers(1), Vec::<String>::new(), "nothing was done on the host");
