@@ -10,6 +10,7 @@ pub mod fencing;
 pub mod history;
 pub mod history_rules;
 pub mod holder_overlap;
+pub mod jepsen_log;
 mod line_error;
 pub mod linearizability;
 pub mod parse;

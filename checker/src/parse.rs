@@ -44,6 +44,8 @@ fn location(path: Option<&Path>, line: usize) -> String {
 pub enum HistoryFormat {
     Jsonl,
     Edn,
+    /// Jepsen's log lines (jepsen.log): see [`crate::jepsen_log`].
+    JepsenLog,
 }
 
 impl HistoryFormat {
@@ -52,11 +54,13 @@ impl HistoryFormat {
         match path.extension()?.to_str()? {
             "edn" => Some(HistoryFormat::Edn),
             "jsonl" | "json" => Some(HistoryFormat::Jsonl),
+            "log" => Some(HistoryFormat::JepsenLog),
             _ => None,
         }
     }
 
-    /// By content: an op map opening with a keyword (`{:process …`), a tagged record
+    /// By content: a log line of one of Jepsen's loggers (`INFO  jepsen.core - …`) is a Jepsen
+    /// log; an op map opening with a keyword (`{:process …`), a tagged record
     /// (`#jepsen.history.Op{…`) or a `;` comment is EDN; anything else is taken as JSON lines.
     pub fn sniff(bytes: &[u8]) -> HistoryFormat {
         HistoryFormat::sniff_content(bytes).unwrap_or(HistoryFormat::Jsonl)
@@ -64,6 +68,9 @@ impl HistoryFormat {
 
     /// As [`HistoryFormat::sniff`], `None` when there is nothing but whitespace and commas.
     fn sniff_content(bytes: &[u8]) -> Option<HistoryFormat> {
+        if crate::jepsen_log::looks_like_log(bytes) {
+            return Some(HistoryFormat::JepsenLog);
+        }
         let blank = |b: &u8| b.is_ascii_whitespace() || *b == b',';
         let mut rest = bytes.iter().skip_while(|b| blank(b));
         Some(match rest.next()? {
@@ -80,6 +87,7 @@ impl HistoryFormat {
         match self {
             HistoryFormat::Jsonl => "jsonl",
             HistoryFormat::Edn => "edn",
+            HistoryFormat::JepsenLog => "jepsen-log",
         }
     }
 }
@@ -96,7 +104,8 @@ impl std::str::FromStr for HistoryFormat {
         match s {
             "jsonl" | "json" => Ok(HistoryFormat::Jsonl),
             "edn" => Ok(HistoryFormat::Edn),
-            _ => Err(format!("unknown history format `{s}` (expected jsonl or edn)")),
+            "jepsen-log" => Ok(HistoryFormat::JepsenLog),
+            _ => Err(format!("unknown history format `{s}` (expected jsonl, edn or jepsen-log)")),
         }
     }
 }
@@ -205,6 +214,7 @@ fn read_events(
                 .map(|e| Some((e, true)))
                 .map_err(|e| LineError { message: describe(&e), eof: e.is_eof() }),
             HistoryFormat::Edn => crate::edn::parse_line(line, line_no, out.events.len()),
+            HistoryFormat::JepsenLog => crate::jepsen_log::parse_line(line, line_no, out.events.len()),
         };
         match parsed {
             Ok(Some((event, time_given))) => {
@@ -343,12 +353,17 @@ mod tests {
 
     #[test]
     fn format_by_extension_else_by_content() {
-        use HistoryFormat::{Edn, Jsonl};
+        use HistoryFormat::{Edn, JepsenLog, Jsonl};
         assert_eq!(HistoryFormat::sniff(b" \n{ :process 0}"), Edn);
         assert_eq!(HistoryFormat::sniff(b"#jepsen.history.Op{:index 0}"), Edn);
         assert_eq!(HistoryFormat::sniff(b"; comment\n"), Edn);
         assert_eq!(HistoryFormat::sniff(A.as_bytes()), Jsonl);
         assert_eq!(HistoryFormat::sniff(b""), Jsonl);
+        assert_eq!(HistoryFormat::sniff(b"INFO  jepsen.core - Worker 0 starting\n"), JepsenLog);
+        assert_eq!(HistoryFormat::sniff(b"2016-04-01 12:00:00,123{GMT}\tINFO\t[main] jepsen.core: Running\n"), JepsenLog);
+        assert_eq!(HistoryFormat::sniff(b"#jepsen.history.Op{:index 0, :f :INFO}"), Edn);
+        assert_eq!("jepsen-log".parse::<HistoryFormat>(), Ok(JepsenLog));
+        assert_eq!(HistoryFormat::from_path(std::path::Path::new("runs/jepsen.log")), Some(JepsenLog));
         assert_eq!(HistoryFormat::from_path(Path::new("a/h.edn")), Some(Edn));
         assert_eq!(HistoryFormat::from_path(Path::new("history.jsonl")), Some(Jsonl));
         assert_eq!(HistoryFormat::from_path(Path::new("history")), None);

@@ -1,4 +1,5 @@
 //! Hand-written histories with known verdicts: `tests/data/linearizability/MODEL/NAME.EXPECT.jsonl`
+//! (or `.log`: a Jepsen log, read by its extension)
 //! where MODEL is a model name (mutex, register, cas-register, kv) and EXPECT is `valid`,
 //! `invalid`, `unknown` or `error` (the model cannot read the history).
 //!
@@ -24,7 +25,7 @@ fn linearizability_cases() {
         let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         for entry in entries {
             let path = entry.expect("directory entry").path();
-            if path.extension().is_some_and(|e| e == "jsonl") {
+            if path.extension().is_some_and(|e| e == "jsonl" || e == "log") {
                 cases.push((model, path));
             }
         }

@@ -208,3 +208,36 @@ fn initial_value_errors_name_the_flag() {
     let (code, out, err) = lockchaos(&["check", "--model", "mutex", "--initial", "null"], &file);
     assert_eq!(code, Some(0), "{out}{err}");
 }
+
+#[test]
+fn jepsen_logs_are_read_by_extension_by_content_and_by_flag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = Path::new(DATA).join("cas-register");
+    for (name, want) in [("jepsen_log_timed_out_write_lands_late.valid.log", 0), ("jepsen_log_stale_read_after_cas.invalid.log", 1)] {
+        let log = data.join(name);
+        // By its extension; by its content (a .txt); by the flag over a misleading extension.
+        let txt = tmp.path().join(format!("{name}.txt"));
+        let misnamed = tmp.path().join(format!("{name}.jsonl"));
+        std::fs::copy(&log, &txt).unwrap();
+        std::fs::copy(&log, &misnamed).unwrap();
+        for (file, flag) in [(&log, None), (&txt, None), (&misnamed, Some("jepsen-log"))] {
+            let mut args = vec!["check", "--model", "cas-register"];
+            if let Some(f) = flag {
+                args.extend(["--format", f]);
+            }
+            let (code, out, err) = lockchaos(&args, file);
+            assert_eq!(code, Some(want), "{}: {out}{err}", file.display());
+            assert!(out.contains("(16 events)"), "only the 16 operation lines (2 of the nemesis) are events: {out}");
+        }
+    }
+    // An operation line whose value is not EDN names its line.
+    let bad = tmp.path().join("bad.log");
+    std::fs::write(
+        &bad,
+        "INFO  jepsen.core - Running\nINFO  jepsen.util - 0\t:invoke\t:cas\t[1 2\nINFO  jepsen.util - 0\t:ok\t:cas\t[1 2]\n",
+    )
+    .unwrap();
+    let (code, out, err) = lockchaos(&["check"], &bad);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("bad.log:2") && err.contains("the value `[1 2`"), "{err}");
+}

@@ -22,12 +22,13 @@ use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// history.jsonl, a Jepsen history.edn, or a run folder.
+    /// history.jsonl, a Jepsen history.edn or jepsen.log, or a run folder.
     file: PathBuf,
     /// Check linearizability against this model (its verdict then decides).
     #[arg(long, value_parser = |s: &str| s.parse::<ModelKind>())]
     model: Option<ModelKind>,
-    /// jsonl or edn (default: from the extension, else from the content).
+    /// jsonl, edn or jepsen-log (Jepsen's log lines, jepsen.log) (default: from the extension,
+    /// .jsonl, .edn or .log, else from the content).
     #[arg(long, value_parser = |s: &str| s.parse::<HistoryFormat>().map_err(|e| e.to_string()))]
     format: Option<HistoryFormat>,
     /// With --model: the JSON value each object holds before its first write (default null, nil).
@@ -118,8 +119,8 @@ fn read_input(path: &Path, format: Option<HistoryFormat>) -> anyhow::Result<(Pat
         }
         return Ok((path.to_path_buf(), read(&history)?, cut_short));
     }
-    if format == Some(HistoryFormat::Edn) {
-        anyhow::bail!("{}: a run folder's event files are JSON lines, not EDN", path.display());
+    if let Some(other @ (HistoryFormat::Edn | HistoryFormat::JepsenLog)) = format {
+        anyhow::bail!("{}: a run folder's event files are JSON lines, not {other}", path.display());
     }
     let (events, warnings) = run_store::read_party_files(path)?;
     Ok((path.to_path_buf(), ParsedHistory { events, warnings }, cut_short))
