@@ -170,6 +170,27 @@ fn push(events: &mut Vec<Event>, process: u64, kind: EventType, f: &str, key: &s
     events.push(e);
 }
 
+/// Makes the last ok read return the value of an ok write that a later ok write overwrote
+/// before the read began (values are fresh: nothing else wrote it).
+pub fn stale_last_read(events: &mut [Event]) {
+    let last = events.iter().rposition(|e| e.kind == EventType::Ok && e.f == "read").expect("a read");
+    // (invoke position, ok position, value) of every ok write before the read.
+    let mut writes = vec![];
+    for (i, e) in events[..last].iter().enumerate() {
+        if e.kind == EventType::Ok && e.f == "write" {
+            let call = events[..i].iter().rposition(|c| c.kind == EventType::Invoke && c.process == e.process).expect("its invoke");
+            writes.push((call, i, events[call].value.clone()));
+        }
+    }
+    let read_call = events[..last].iter().rposition(|c| c.kind == EventType::Invoke && c.process == events[last].process).expect("invoke");
+    let (_, _, stale) = writes
+        .iter()
+        .find(|(_, ret, _)| writes.iter().any(|(c2, r2, _)| c2 > ret && *r2 < read_call))
+        .expect("a write overwritten before the read")
+        .clone();
+    events[last].value = stale;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

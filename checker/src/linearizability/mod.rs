@@ -18,6 +18,7 @@ mod entries;
 pub mod model;
 pub mod models;
 mod pairing;
+pub mod refute;
 mod search;
 
 pub use model::{partition_by_key, HistoryOp, Model, Op, Partition};
@@ -89,11 +90,14 @@ pub struct Options {
     /// convention, absent keys read as the empty string). The `mutex` model has no value (a
     /// lock starts free): anything but `Null` is an error with it.
     pub initial: Value,
+    /// Try the models' rules (refute.rs) before the search (default). Off: the search alone,
+    /// for measuring it and for checking the rules against it.
+    pub rules: bool,
 }
 
 impl Options {
     pub fn new(timeout: Duration) -> Self {
-        Options { timeout, max_memo_bytes: DEFAULT_MAX_MEMO_BYTES, threads: 0, initial: Value::Null }
+        Options { timeout, max_memo_bytes: DEFAULT_MAX_MEMO_BYTES, threads: 0, initial: Value::Null, rules: true }
     }
 }
 
@@ -131,6 +135,11 @@ pub struct PartitionFailure {
     pub unplaceable: Vec<u64>,
     /// The model state after `longest_prefix` (Rust `Debug` text).
     pub state: String,
+    /// When a rule proved it before any search (refute.rs): what it shows, naming the
+    /// operations; `unplaceable` is then the one operation it cannot place, and
+    /// `longest_prefix` is empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// Checks `events` (in history order) against a built-in model.
@@ -170,7 +179,7 @@ pub fn check_model<M: Model>(events: &[Event], model: &M, opts: &Options) -> Res
     }
     .clamp(1, parts.len().max(1));
     let limits = Limits { deadline, max_cache_bytes: opts.max_memo_bytes / threads };
-    let outcomes = run_partitions(model, ops, &parts, &limits, threads);
+    let outcomes = run_partitions(model, ops, &parts, &limits, threads, opts.rules);
 
     let mut result = Linearizability {
         verdict: Verdict::Valid,
@@ -193,6 +202,14 @@ pub fn check_model<M: Model>(events: &[Event], model: &M, opts: &Options) -> Res
                 longest_prefix: f.prefix.iter().map(index).collect(),
                 unplaceable: f.unplaceable.iter().map(index).collect(),
                 state: f.state,
+                rule: None,
+            }),
+            Outcome::Refuted(r) => result.failures.push(PartitionFailure {
+                partition: part.label.clone(),
+                longest_prefix: vec![],
+                unplaceable: vec![index(&r.op)],
+                state: String::new(),
+                rule: Some(r.rule),
             }),
             Outcome::GaveUp(why) => {
                 match why {
@@ -233,10 +250,15 @@ fn run_partitions<M: Model>(
     parts: &[Partition],
     limits: &Limits,
     threads: usize,
+    rules: bool,
 ) -> Vec<Outcome> {
     let run = |p: usize| {
         let part_ops: Vec<&HistoryOp<M::Input, M::Output>> = parts[p].ops.iter().map(|&i| &ops[i]).collect();
-        search::search(model, &part_ops, limits)
+        // A rule's proof first: when one holds, no search is needed.
+        match model.refute(&part_ops).filter(|_| rules) {
+            Some(r) => Outcome::Refuted(r),
+            None => search::search(model, &part_ops, limits),
+        }
     };
     if threads <= 1 {
         return (0..parts.len()).map(run).collect();

@@ -87,6 +87,14 @@ pub trait Model: Sync {
     #[allow(clippy::type_complexity)]
     fn operation(&self, invoke: &Event, completion: Option<&Event>) -> Result<Option<Op<Self::Input, Self::Output>>, String>;
 
+    /// A proof, found without the search, that one partition's operations (history order)
+    /// cannot be linearized: a necessary condition of the model that fails (refute.rs, with
+    /// each rule's proof in docs/checker-rules.md). `None`: no rule applies, and the search
+    /// decides. Must never refute a linearizable partition. Default: none.
+    fn refute(&self, _ops: &[&HistoryOp<Self::Input, Self::Output>]) -> Option<super::refute::Refutation> {
+        None
+    }
+
     /// Splits operations into independent partitions (P-compositionality). Only valid when
     /// the history is linearizable iff every partition is: e.g. per key, when the model's
     /// objects are independent. Default: one partition.

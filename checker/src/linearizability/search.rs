@@ -48,6 +48,8 @@ pub(crate) struct Limits {
 pub(crate) enum Outcome {
     Linearizable,
     NotLinearizable(Failure),
+    /// Proved by a rule before any search (refute.rs).
+    Refuted(super::refute::Refutation),
     GaveUp(GiveUp),
 }
 

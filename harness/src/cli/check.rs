@@ -187,6 +187,10 @@ fn print_human(r: &CheckReport) {
             l.partitions
         );
         for failure in &l.failures {
+            if let Some(rule) = &failure.rule {
+                harness::print_line!("  partition {}: {rule}", failure.partition);
+                continue;
+            }
             harness::print_line!(
                 "  partition {}: linearizable up to {} operation(s); none of operations {:?} can come next (state {})",
                 failure.partition,

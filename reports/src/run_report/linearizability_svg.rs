@@ -128,8 +128,13 @@ mod tests {
             e.index = i as u64;
             h.push(e);
         }
-        let failure =
-            PartitionFailure { partition: "ledger".into(), longest_prefix: vec![0], unplaceable: vec![2], state: "Some(1)".into() };
+        let failure = PartitionFailure {
+            partition: "ledger".into(),
+            longest_prefix: vec![0],
+            unplaceable: vec![2],
+            state: "Some(1)".into(),
+            rule: None,
+        };
         let fig = render(&failure, &h).unwrap().into_string();
         assert!(fig.contains("<g class=\"op placed\"><title>#0 acquire — linearized as operation 1</title>"), "{fig}");
         assert!(fig.contains("<g class=\"op unplaceable\"><title>#2 acquire — cannot come next after the prefix</title>"), "{fig}");

@@ -6,6 +6,7 @@
 
 use crate::history::Event;
 use crate::linearizability::model::{partition_by_key, HistoryOp, Model, Op, Partition};
+use crate::linearizability::refute::{self, Refutation, RegisterFact};
 use serde_json::Value;
 
 #[derive(Clone, Debug, Default)]
@@ -54,6 +55,20 @@ impl Model for Register {
             _ => return Ok(None),
         };
         Ok(Some(Op { key: invoke.key.clone(), input, output }))
+    }
+
+    fn refute(&self, ops: &[&HistoryOp<RegisterInput, Value>]) -> Option<Refutation> {
+        let facts: Vec<RegisterFact<'_>> = ops
+            .iter()
+            .map(|op| {
+                let (reads, stores) = match &op.op.input {
+                    RegisterInput::Read => (op.op.output.as_ref(), None),
+                    RegisterInput::Write(v) => (None, Some(v)),
+                };
+                RegisterFact { index: op.index, call: op.call, ret: op.ret, reads, stores }
+            })
+            .collect();
+        refute::register(&self.initial, &facts)
     }
 
     fn partition(&self, ops: &[HistoryOp<RegisterInput, Value>]) -> Vec<Partition> {
