@@ -55,3 +55,107 @@ fn a_rule_never_refutes_a_history_the_search_linearizes() {
     assert!(search_invalid > 100 && histories - search_invalid > 100, "{search_invalid} invalid of {histories}");
     assert!(refuted > 50, "the rules refuted only {refuted} of {search_invalid} invalid histories");
 }
+
+/// A lock history made by simulation: each process acquires (ok when the lock is free at its
+/// completion, else fail), holds, releases; some operations end `info` (taking effect or not,
+/// and the process is replaced by a fresh one, as in Jepsen); with `corrupt`, an acquire is
+/// granted although the lock is held (a violation, most of the time).
+fn mutex_history(seed: u64, processes: u64, steps: usize, info: f64, corrupt: f64) -> Vec<checker::Event> {
+    use checker::{Event, EventType, Process};
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        Idle,
+        Acquiring,
+        Holding,
+        Releasing,
+    }
+    let mut procs: Vec<(u64, State)> = (0..processes).map(|p| (p, State::Idle)).collect();
+    let mut next_id = processes;
+    let mut holder: Option<u64> = None;
+    let mut events = vec![];
+    let push = |events: &mut Vec<Event>, p: u64, kind: EventType, f: &str| {
+        let mut e = Event::new(events.len() as u64, Process::Client(p), kind, f);
+        e.index = events.len() as u64;
+        e.key = Some("lock".into());
+        events.push(e);
+    };
+    for _ in 0..steps {
+        let slot = rng.random_range(0..procs.len());
+        let (p, state) = procs[slot];
+        match state {
+            State::Idle => {
+                push(&mut events, p, EventType::Invoke, "acquire");
+                procs[slot].1 = State::Acquiring;
+            }
+            State::Acquiring => {
+                if rng.random::<f64>() < info {
+                    if holder.is_none() && rng.random::<bool>() {
+                        holder = Some(p);
+                    }
+                    push(&mut events, p, EventType::Info, "acquire");
+                    procs[slot] = (next_id, State::Idle);
+                    next_id += 1;
+                } else if holder.is_none() || rng.random::<f64>() < corrupt {
+                    holder = Some(p);
+                    push(&mut events, p, EventType::Ok, "acquire");
+                    procs[slot].1 = State::Holding;
+                } else {
+                    push(&mut events, p, EventType::Fail, "acquire");
+                    procs[slot].1 = State::Idle;
+                }
+            }
+            State::Holding => {
+                push(&mut events, p, EventType::Invoke, "release");
+                procs[slot].1 = State::Releasing;
+            }
+            State::Releasing => {
+                let took_effect = rng.random::<f64>() >= info || rng.random::<bool>();
+                if took_effect && holder == Some(p) {
+                    holder = None;
+                }
+                if took_effect && rng.random::<f64>() >= info {
+                    push(&mut events, p, EventType::Ok, "release");
+                    procs[slot].1 = State::Idle;
+                } else {
+                    push(&mut events, p, EventType::Info, "release");
+                    procs[slot] = (next_id, State::Idle);
+                    next_id += 1;
+                }
+            }
+        }
+    }
+    events
+}
+
+#[test]
+fn the_mutex_rule_never_refutes_a_lock_history_the_search_linearizes() {
+    let (mut refuted, mut invalid, mut histories) = (0, 0, 0);
+    for seed in 0..1000u64 {
+        let corrupt = [0.0, 0.1, 0.3][(seed % 3) as usize];
+        let info = [0.0, 0.05, 0.2][(seed / 3 % 3) as usize];
+        let events = mutex_history(seed, 2 + seed % 3, 10 + (seed % 30) as usize, info, corrupt);
+        let alone = check_with(&events, ModelKind::Mutex, &options(false)).unwrap();
+        let with_rules = check_with(&events, ModelKind::Mutex, &options(true)).unwrap();
+        if alone.operations == 0 {
+            continue;
+        }
+        histories += 1;
+        assert_ne!(alone.verdict, Verdict::Unknown, "seed {seed}");
+        let by_rule: Vec<&str> = with_rules.failures.iter().filter_map(|f| f.rule.as_deref()).collect();
+        if !by_rule.is_empty() {
+            refuted += 1;
+            assert_eq!(
+                alone.verdict,
+                Verdict::Invalid,
+                "seed {seed}: the mutex rule refuted a linearizable history: {by_rule:?}\n{events:?}"
+            );
+        }
+        invalid += usize::from(alone.verdict == Verdict::Invalid);
+        assert_eq!(with_rules.verdict, alone.verdict, "seed {seed}");
+    }
+    eprintln!("{histories} lock histories: {invalid} invalid by the search, {refuted} of them refuted by the rule");
+    assert!(invalid > 100 && histories - invalid > 100, "{invalid} invalid of {histories}");
+    assert!(refuted > 50, "the rule refuted only {refuted} of {invalid}");
+}

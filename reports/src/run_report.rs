@@ -202,6 +202,11 @@ fn linearizability_details(l: &checker::linearizability::Linearizability) -> Mar
         ("partitions", l.partitions.to_string(), false),
     ];
     for f in &l.failures {
+        // Proved by a rule before any search: its words name the operations.
+        if let Some(rule) = &f.rule {
+            items.push(("partition", format!("{}: {rule}", f.partition), true));
+            continue;
+        }
         let prefix = f.longest_prefix.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(" ");
         let stuck = f.unplaceable.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ");
         items.push((

@@ -1,5 +1,5 @@
 //! Proofs of non-linearizability found before the search: necessary conditions of a register
-//! (plain or compare-and-set) that take O(n log n) to check, and that, when they fail, prove a
+//! (plain or compare-and-set) and of a mutex, cheap to check, and that, when they fail, prove a
 //! partition invalid at once with the operations that show it. The search cannot do that
 //! quickly when indeterminate writes stay open to the end: it must try every place each could
 //! take effect before it may say "invalid". A condition that holds says nothing; the search
@@ -19,6 +19,7 @@
 //! Rule 2, **stale**: a reader R of v such that every producer P of v called before R returned
 //! (the initial value included when v is it) returned before some definite mutation W of
 //! another value was called, W having returned before R was called.
+//! Rule 3 (the mutex), **overlapping holds**: see [`mutex`].
 
 use serde_json::Value;
 
@@ -120,6 +121,58 @@ pub fn register(initial: &Value, facts: &[RegisterFact<'_>]) -> Option<Refutatio
     None
 }
 
+/// What a mutex operation is, for rule 3.
+#[derive(Clone, Copy, Debug)]
+pub struct MutexFact {
+    pub index: u64,
+    pub process: u64,
+    pub call: usize,
+    /// None: indeterminate.
+    pub ret: Option<usize>,
+    pub acquire: bool,
+}
+
+/// Rule 3, **overlapping holds**: an ok acquire A2 by process q, called after an ok acquire A1
+/// by another process p returned, such that no release by p (ok or indeterminate) could be
+/// placed between them: none called before A2 returned that was still open when A1 was
+/// called. The first such A2 (by call), with the A1 it overlaps.
+pub fn mutex(facts: &[MutexFact]) -> Option<Refutation> {
+    // For each ok acquire of p: the earliest call of a release of p that could end its hold.
+    let released_by = |a: &MutexFact| -> usize {
+        facts
+            .iter()
+            .filter(|r| !r.acquire && r.process == a.process && r.ret.is_none_or(|ret| ret > a.call))
+            .map(|r| r.call)
+            .min()
+            .unwrap_or(usize::MAX)
+    };
+    let acquires: Vec<(usize, &MutexFact, usize)> =
+        facts.iter().enumerate().filter(|(_, f)| f.acquire && f.ret.is_some()).map(|(i, f)| (i, f, released_by(f))).collect();
+    let mut by_call: Vec<&(usize, &MutexFact, usize)> = acquires.iter().collect();
+    by_call.sort_by_key(|(_, f, _)| f.call);
+    for &&(pos, a2, _) in &by_call {
+        let a2_ret = a2.ret.expect("an ok acquire");
+        let held = acquires
+            .iter()
+            .find(|(_, a1, release)| a1.process != a2.process && a1.ret.is_some_and(|ret| ret < a2.call) && *release > a2_ret);
+        if let Some((_, a1, release)) = held {
+            let until = if *release == usize::MAX {
+                "no release of it was ever called".to_string()
+            } else {
+                "its first release that could end the hold was called only after".to_string()
+            };
+            return Some(Refutation {
+                op: pos,
+                rule: format!(
+                    "overlapping holds: operation {} acquired the lock for process {} after operation {} had acquired it for process {}, and {until} operation {} returned",
+                    a2.index, a2.process, a1.index, a1.process, a2.index
+                ),
+            });
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::{register, RegisterFact};
@@ -142,6 +195,28 @@ mod tests {
         // Called only after the read returned: it cannot have been first.
         let facts = [op(2, 0, Some(1), Some(&two), None), op(5, 2, None, None, Some(&two))];
         assert!(register(&Value::Null, &facts).is_some());
+    }
+
+    fn m(index: u64, process: u64, call: usize, ret: Option<usize>, acquire: bool) -> super::MutexFact {
+        super::MutexFact { index, process, call, ret, acquire }
+    }
+
+    #[test]
+    fn overlapping_holds_are_refuted_unless_a_release_could_come_between() {
+        // p1 acquires, p2 acquires after it, p1 releases only later: overlap.
+        let facts = [m(0, 1, 0, Some(1), true), m(2, 2, 2, Some(3), true), m(4, 1, 4, Some(5), false)];
+        let r = super::mutex(&facts).unwrap();
+        assert_eq!(r.op, 1);
+        assert!(r.rule.contains("operation 2 acquired the lock for process 2 after operation 0"), "{}", r.rule);
+        // p1's release is concurrent with p2's acquire: it may have come first.
+        let facts = [m(0, 1, 0, Some(1), true), m(4, 1, 2, Some(5), false), m(2, 2, 3, Some(4), true)];
+        assert_eq!(super::mutex(&facts), None);
+        // An indeterminate release of p1 before p2's acquire returned: it may have happened.
+        let facts = [m(0, 1, 0, Some(1), true), m(4, 1, 2, None, false), m(2, 2, 3, Some(6), true)];
+        assert_eq!(super::mutex(&facts), None);
+        // The same process twice is the model's business (not this rule's).
+        let facts = [m(0, 1, 0, Some(1), true), m(2, 1, 2, Some(3), true)];
+        assert_eq!(super::mutex(&facts), None);
     }
 
     #[test]

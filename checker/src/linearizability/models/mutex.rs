@@ -11,6 +11,7 @@
 
 use crate::history::Event;
 use crate::linearizability::model::{partition_by_key, HistoryOp, Model, Op, Partition};
+use crate::linearizability::refute::{self, MutexFact, Refutation};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Mutex;
@@ -63,6 +64,21 @@ impl Model for Mutex {
             _ => return Ok(None),
         };
         Ok(Some(Op { key: invoke.key.clone(), input, output: completion.map(|_| ()) }))
+    }
+
+    fn refute(&self, ops: &[&HistoryOp<MutexInput, ()>]) -> Option<Refutation> {
+        let facts: Vec<MutexFact> = ops
+            .iter()
+            .filter_map(|op| {
+                let acquire = match op.op.input {
+                    MutexInput::Acquire(_) => true,
+                    MutexInput::Release(_) => false,
+                    MutexInput::Renew(_) => return None,
+                };
+                Some(MutexFact { index: op.index, process: op.process, call: op.call, ret: op.ret, acquire })
+            })
+            .collect();
+        refute::mutex(&facts)
     }
 
     fn partition(&self, ops: &[HistoryOp<MutexInput, ()>]) -> Vec<Partition> {
