@@ -290,6 +290,18 @@ fn resource_safety_details(rs: &checker::ResourceSafety) -> Markup {
 fn linearizability_section(c: &CheckResults, history: &[Event]) -> Markup {
     let Some(checker::LinearizabilityCheck::Checked(l)) = &c.linearizability else { return html! {} };
     let Some(failure) = l.failures.first() else { return html! {} };
+    // Proved by a rule before any search: no prefix to draw, the rule's words say it all.
+    if let Some(rule) = &failure.rule {
+        return html! {
+            section id="linearizability" {
+                h2 {
+                    "Linearizability"
+                    @if !c.decides_outcome("linearizability") { " (informational: a lease lock under faults is not a mutex)" }
+                }
+                p { "Model " code { (l.model) } ", partition " code { (failure.partition) } ": " (rule) }
+            }
+        };
+    }
     let Some(figure) = linearizability_svg::render(failure, history) else { return html! {} };
     html! {
         section id="linearizability" {
