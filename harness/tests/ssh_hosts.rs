@@ -415,5 +415,24 @@ fn a_host_that_cannot_serve_is_one_line_naming_it_before_anything_starts() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("field 'workers.docker_network'") && err.contains("no Docker network lockchaos-no-such-network"), "{err}");
+    // A matrix on hosts: one run at a time, and only what the hosts can run.
+    let out = lockchaos()
+        .args(["matrix", "--scenarios", "redis-single-pause", "--jobs", "2", "--store"])
+        .arg(store.path())
+        .arg("--nodes-file")
+        .arg(&nodes)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(2) && err.contains("one run at a time"), "{err}");
+    let out = lockchaos()
+        .args(["matrix", "--scenarios", "postgres-*", "--store"])
+        .arg(store.path())
+        .arg("--nodes-file")
+        .arg(&nodes)
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.code() == Some(2) && said.contains("left out") && said.contains("none of the chosen scenarios"), "{said}");
     assert_eq!(lab.leftovers(1), Vec::<String>::new(), "nothing was done on the host");
 }

@@ -40,6 +40,11 @@ pub struct Args {
     /// less often on a loaded machine: see the README.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     jobs: u32,
+    /// Run the backends' servers on the hosts this file names, over SSH (README: "Your own
+    /// hosts"); the scenarios the hosts cannot run are left out and named. One run at a time:
+    /// a run claims every host.
+    #[arg(long, conflicts_with = "shard")]
+    nodes_file: Option<PathBuf>,
 }
 
 #[derive(clap::Subcommand)]
@@ -60,7 +65,26 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Merge::Merge { stores, store }) = args.merge {
         return Ok(ExitCode::from(harness::matrix::merge(&stores, &store)?));
     }
-    let chosen = harness::matrix::select(&args.scenarios)?;
+    let mut chosen = harness::matrix::select(&args.scenarios)?;
+    let nodes = match &args.nodes_file {
+        Some(path) => {
+            if args.jobs > 1 {
+                anyhow::bail!("--nodes-file runs one run at a time (a run claims every host): drop --jobs {}", args.jobs);
+            }
+            let file = harness::hosts::NodesFile::load(path)?;
+            let (fit, left): (Vec<_>, Vec<_>) = chosen.into_iter().partition(|s| harness::preflight::check_hosts(s, &file).is_ok());
+            if !left.is_empty() {
+                let names: Vec<&str> = left.iter().map(|s| s.name.as_str()).collect();
+                harness::print_line!("left out {} scenario(s) the hosts cannot run: {}", names.len(), names.join(", "));
+            }
+            if fit.is_empty() {
+                anyhow::bail!("none of the chosen scenarios can run on the hosts of {}", path.display());
+            }
+            chosen = fit;
+            Some(std::sync::Arc::new(file))
+        }
+        None => None,
+    };
     // Every run needs Docker: say so once, before any run or file.
     harness::containers::docker_api::connect().await?;
     std::fs::create_dir_all(&args.store).with_context(|| format!("cannot create the store {}", args.store.display()))?;
@@ -71,7 +95,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         reporters.push(Box::new(Junit::new(file)));
     }
     let events = EventSink::new(reporters);
-    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: None, clients: None, exe: None, nodes: None };
+    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: None, clients: None, exe: None, nodes };
     let shard = args.shard.unwrap_or(harness::matrix::Shard::WHOLE);
     let code = harness::matrix::run_matrix(chosen, args.runs, shard, args.jobs as usize, &opts, &events).await;
     events.finish()?;
