@@ -255,7 +255,7 @@ fn run_partitions<M: Model>(
     let run = |p: usize| {
         let part_ops: Vec<&HistoryOp<M::Input, M::Output>> = parts[p].ops.iter().map(|&i| &ops[i]).collect();
         // A rule's proof first: when one holds, no search is needed.
-        match model.refute(&part_ops).filter(|_| rules) {
+        match if rules { model.refute(&part_ops) } else { None } {
             Some(r) => Outcome::Refuted(r),
             None => search::search(model, &part_ops, limits),
         }

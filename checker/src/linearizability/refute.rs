@@ -1,6 +1,6 @@
 //! Proofs of non-linearizability found before the search: necessary conditions of a register
-//! (plain or compare-and-set) and of a mutex, cheap to check, and that, when they fail, prove a
-//! partition invalid at once with the operations that show it. The search cannot do that
+//! (plain or compare-and-set) and of a mutex, checked in O(n log n), that, when they fail,
+//! prove a partition invalid at once with the operations that show it. The search cannot do that
 //! quickly when indeterminate writes stay open to the end: it must try every place each could
 //! take effect before it may say "invalid". A condition that holds says nothing; the search
 //! still decides. docs/checker-rules.md gives each rule's proof; tests/refute_differential.rs
@@ -22,6 +22,7 @@
 //! Rule 3 (the mutex), **overlapping holds**: see [`mutex`].
 
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// What a register operation is, for the rules.
 #[derive(Clone, Copy, Debug)]
@@ -59,6 +60,7 @@ pub fn register(initial: &Value, facts: &[RegisterFact<'_>]) -> Option<Refutatio
     let mut latest: Option<(usize, &Value, u64)> = None;
     let mut latest_other: Option<(usize, &Value, u64)> = None;
     let mut next = 0;
+    let index = ProducerIndex::new(facts);
     for r in readers {
         let reader = &facts[r];
         let v = reader.reads.expect("a reader");
@@ -88,37 +90,97 @@ pub fn register(initial: &Value, facts: &[RegisterFact<'_>]) -> Option<Refutatio
             Some((c, lv, i)) if lv != v => Some((c, i)),
             _ => latest_other.filter(|(_, ov, _)| *ov != v).map(|(c, _, i)| (c, i)),
         };
-        let deadline = reader.ret.unwrap_or(usize::MAX);
-        let producers: Vec<&RegisterFact<'_>> =
-            facts.iter().enumerate().filter(|&(p, f)| p != r && f.stores == Some(v) && f.call < deadline).map(|(_, f)| f).collect();
-        if producers.is_empty() && v != initial {
-            return Some(Refutation {
-                op: r,
-                rule: format!(
-                    "operation {} found {v}, but no write or cas called before it returned could have stored {v}, and the register did not start with it",
-                    reader.index
-                ),
-            });
-        }
-        let Some((w_call, w_index)) = overwrite else { continue };
-        // Every producer (and the initial value, when it is v) is over before W begins.
-        if producers.iter().all(|p| p.ret.is_some_and(|ret| ret < w_call)) {
-            let named: Vec<String> = producers.iter().map(|p| p.index.to_string()).collect();
-            let from = match (named.is_empty(), v == initial) {
-                (true, _) => "the initial value".to_string(),
-                (false, true) => format!("the initial value and operation(s) {}", named.join(", ")),
-                (false, false) => format!("operation(s) {}", named.join(", ")),
-            };
-            return Some(Refutation {
-                op: r,
-                rule: format!(
-                    "stale read: operation {} found {v}, which only {from} could have stored; operation {w_index} stored another value after that and returned before operation {} began",
-                    reader.index, reader.index
-                ),
-            });
+        // The index says whether a rule may hold; the exact check (the rule as stated, over
+        // every operation) decides, so an index that groups values coarsely can cost time but
+        // never a wrong refutation.
+        let (called, latest_ret) = index.before(v, reader.ret.unwrap_or(usize::MAX), reader.stores == Some(v));
+        let rule1 = called == 0 && v != initial;
+        let rule2 = overwrite.is_some_and(|(w_call, _)| latest_ret.is_none_or(|ret| ret < w_call));
+        if rule1 || rule2 {
+            if let Some(refutation) = exact(initial, facts, r, overwrite) {
+                return Some(refutation);
+            }
         }
     }
     None
+}
+
+/// Each value's producers by call, with the running latest ret (an open producer counts as
+/// never returning): how many were called before a time, and when the last of those returned,
+/// in O(log n). Values are grouped by their JSON text, which equal values share but for a
+/// few (`-0.0` and `0.0`): the exact check has the last word.
+struct ProducerIndex {
+    by_value: HashMap<String, (Vec<usize>, Vec<usize>)>,
+}
+
+impl ProducerIndex {
+    fn new(facts: &[RegisterFact<'_>]) -> Self {
+        let mut groups: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+        for f in facts {
+            if let Some(v) = f.stores {
+                groups.entry(v.to_string()).or_default().push((f.call, f.ret.unwrap_or(usize::MAX)));
+            }
+        }
+        let by_value = groups
+            .into_iter()
+            .map(|(key, mut ps)| {
+                ps.sort_unstable();
+                let calls = ps.iter().map(|p| p.0).collect();
+                let latest = ps.iter().scan(0, |m, p| Some(std::mem::replace(m, (*m).max(p.1)).max(p.1))).collect();
+                (key, (calls, latest))
+            })
+            .collect();
+        ProducerIndex { by_value }
+    }
+
+    /// (producers of `v` called before `deadline`, the latest ret among them: None when there
+    /// is none). `self_too`: the reader is one of them (a cas from v to v); it is not counted,
+    /// and as its ret is not told apart here, the latest ret is then taken as never.
+    fn before(&self, v: &Value, deadline: usize, self_too: bool) -> (usize, Option<usize>) {
+        let Some((calls, latest)) = self.by_value.get(&v.to_string()) else { return (0, None) };
+        let n = calls.partition_point(|&c| c < deadline);
+        match (n, self_too) {
+            (0, _) => (0, None),
+            (n, false) => (n, Some(latest[n - 1])),
+            (n, true) => (n - 1, Some(usize::MAX)),
+        }
+    }
+}
+
+/// Rules 1 and 2 for reader `r`, as stated, over every operation.
+fn exact(initial: &Value, facts: &[RegisterFact<'_>], r: usize, overwrite: Option<(usize, u64)>) -> Option<Refutation> {
+    let reader = &facts[r];
+    let v = reader.reads.expect("a reader");
+    let deadline = reader.ret.unwrap_or(usize::MAX);
+    let producers: Vec<&RegisterFact<'_>> =
+        facts.iter().enumerate().filter(|&(p, f)| p != r && f.stores == Some(v) && f.call < deadline).map(|(_, f)| f).collect();
+    if producers.is_empty() && v != initial {
+        return Some(Refutation {
+            op: r,
+            rule: format!(
+                "operation {} found {v}, but no write or cas called before it returned could have stored {v}, and the register did not start with it",
+                reader.index
+            ),
+        });
+    }
+    let (w_call, w_index) = overwrite?;
+    // Every producer (and the initial value, when it is v) is over before W begins.
+    if !producers.iter().all(|p| p.ret.is_some_and(|ret| ret < w_call)) {
+        return None;
+    }
+    let named: Vec<String> = producers.iter().map(|p| p.index.to_string()).collect();
+    let from = match (named.is_empty(), v == initial) {
+        (true, _) => "the initial value".to_string(),
+        (false, true) => format!("the initial value and operation(s) {}", named.join(", ")),
+        (false, false) => format!("operation(s) {}", named.join(", ")),
+    };
+    Some(Refutation {
+        op: r,
+        rule: format!(
+            "stale read: operation {} found {v}, which only {from} could have stored; operation {w_index} stored another value after that and returned before operation {} began",
+            reader.index, reader.index
+        ),
+    })
 }
 
 /// What a mutex operation is, for rule 3.
@@ -137,35 +199,79 @@ pub struct MutexFact {
 /// placed between them: none called before A2 returned that was still open when A1 was
 /// called. The first such A2 (by call), with the A1 it overlaps.
 pub fn mutex(facts: &[MutexFact]) -> Option<Refutation> {
-    // For each ok acquire of p: the earliest call of a release of p that could end its hold.
+    // Each process's releases by ret (an open one: never), with the earliest call among those
+    // from each on: the earliest release that could end a hold begun at a given time.
+    let mut releases: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
+    for f in facts.iter().filter(|f| !f.acquire) {
+        releases.entry(f.process).or_default().push((f.ret.unwrap_or(usize::MAX), f.call));
+    }
+    let releases: HashMap<u64, (Vec<usize>, Vec<usize>)> = releases
+        .into_iter()
+        .map(|(p, mut rs)| {
+            rs.sort_unstable();
+            let mut earliest: Vec<usize> = rs.iter().map(|r| r.1).collect();
+            for i in (0..earliest.len().saturating_sub(1)).rev() {
+                earliest[i] = earliest[i].min(earliest[i + 1]);
+            }
+            (p, (rs.iter().map(|r| r.0).collect(), earliest))
+        })
+        .collect();
+    // A release of p ends a hold whose acquire was called at `call` only if it returned after
+    // that (or never): the earliest call among those.
     let released_by = |a: &MutexFact| -> usize {
-        facts
-            .iter()
-            .filter(|r| !r.acquire && r.process == a.process && r.ret.is_none_or(|ret| ret > a.call))
-            .map(|r| r.call)
-            .min()
-            .unwrap_or(usize::MAX)
+        let Some((rets, earliest)) = releases.get(&a.process) else { return usize::MAX };
+        earliest.get(rets.partition_point(|&ret| ret <= a.call)).copied().unwrap_or(usize::MAX)
     };
-    let acquires: Vec<(usize, &MutexFact, usize)> =
-        facts.iter().enumerate().filter(|(_, f)| f.acquire && f.ret.is_some()).map(|(i, f)| (i, f, released_by(f))).collect();
-    let mut by_call: Vec<&(usize, &MutexFact, usize)> = acquires.iter().collect();
-    by_call.sort_by_key(|(_, f, _)| f.call);
-    for &&(pos, a2, _) in &by_call {
-        let a2_ret = a2.ret.expect("an ok acquire");
-        let held = acquires
-            .iter()
-            .find(|(_, a1, release)| a1.process != a2.process && a1.ret.is_some_and(|ret| ret < a2.call) && *release > a2_ret);
-        if let Some((_, a1, release)) = held {
-            let until = if *release == usize::MAX {
+    // Ok acquires: (ret, release that could end it, process, position), swept by ret while the
+    // second acquires are taken by call.
+    let mut firsts: Vec<(usize, usize, u64, usize)> =
+        facts.iter().enumerate().filter(|(_, f)| f.acquire).filter_map(|(i, f)| Some((f.ret?, released_by(f), f.process, i))).collect();
+    firsts.sort_unstable();
+    let mut seconds: Vec<usize> = (0..facts.len()).filter(|&i| facts[i].acquire && facts[i].ret.is_some()).collect();
+    seconds.sort_by_key(|&i| facts[i].call);
+    // Of the acquires returned so far: the one held longest (latest possible release), and the
+    // one held longest of another process than that one's.
+    let mut longest: Option<(usize, u64, usize)> = None;
+    let mut longest_other: Option<(usize, u64, usize)> = None;
+    let mut next = 0;
+    for a2 in seconds {
+        let second = &facts[a2];
+        while next < firsts.len() && firsts[next].0 < second.call {
+            let (_, release, process, pos) = firsts[next];
+            next += 1;
+            match longest {
+                Some((r, p, _)) if release <= r => {
+                    if p != process && longest_other.is_none_or(|(or, _, _)| release > or) {
+                        longest_other = Some((release, process, pos));
+                    }
+                }
+                old => {
+                    if let Some(old @ (_, p, _)) = old {
+                        if p != process {
+                            longest_other = Some(old);
+                        }
+                    }
+                    longest = Some((release, process, pos));
+                }
+            }
+        }
+        let held = match longest {
+            Some(l) if l.1 != second.process => Some(l),
+            _ => longest_other.filter(|o| o.1 != second.process),
+        };
+        let second_ret = second.ret.expect("an ok acquire");
+        if let Some((release, _, a1)) = held.filter(|h| h.0 > second_ret) {
+            let first = &facts[a1];
+            let until = if release == usize::MAX {
                 "no release of it was ever called".to_string()
             } else {
                 "its first release that could end the hold was called only after".to_string()
             };
             return Some(Refutation {
-                op: pos,
+                op: a2,
                 rule: format!(
                     "overlapping holds: operation {} acquired the lock for process {} after operation {} had acquired it for process {}, and {until} operation {} returned",
-                    a2.index, a2.process, a1.index, a1.process, a2.index
+                    second.index, second.process, first.index, first.process, second.index
                 ),
             });
         }
