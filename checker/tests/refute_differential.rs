@@ -19,11 +19,48 @@ fn options(rules: bool) -> Options {
     opts
 }
 
+/// Histories compared so far: how many, how many the search found invalid, how many of those a
+/// rule refuted.
+#[derive(Default)]
+struct Tally {
+    histories: usize,
+    invalid: usize,
+    refuted: usize,
+}
+
+impl Tally {
+    /// Checks `events` with and without the rules: a rule's refutation only where the search
+    /// finds the history invalid, and the same verdict either way. A history with no operation
+    /// of the model is not counted (the search has nothing to decide).
+    fn compare(&mut self, events: &[checker::Event], kind: ModelKind, what: &str) {
+        let alone = check_with(events, kind, &options(false)).unwrap();
+        let with_rules = check_with(events, kind, &options(true)).unwrap();
+        if alone.operations == 0 {
+            return;
+        }
+        self.histories += 1;
+        assert_ne!(alone.verdict, Verdict::Unknown, "{what}: the search must decide histories this small");
+        let by_rule: Vec<&str> = with_rules.failures.iter().filter_map(|f| f.rule.as_deref()).collect();
+        if !by_rule.is_empty() {
+            self.refuted += 1;
+            assert_eq!(alone.verdict, Verdict::Invalid, "{what}: a rule refuted a linearizable history: {by_rule:?}\n{events:?}");
+        }
+        self.invalid += usize::from(alone.verdict == Verdict::Invalid);
+        assert_eq!(with_rules.verdict, alone.verdict, "{what}: {by_rule:?}");
+    }
+
+    /// The comparison means something only if both kinds of history came up, and rules fired.
+    fn assert_meaningful(&self, what: &str) {
+        let Tally { histories, invalid, refuted } = self;
+        eprintln!("{histories} {what}: {invalid} invalid by the search, {refuted} of them refuted by a rule");
+        assert!(*invalid > 100 && histories - invalid > 100, "{invalid} invalid of {histories}");
+        assert!(*refuted > 50, "the rules refuted only {refuted} of {invalid} invalid histories");
+    }
+}
+
 #[test]
 fn a_rule_never_refutes_a_history_the_search_linearizes() {
-    let mut refuted = 0;
-    let mut histories = 0;
-    let mut search_invalid = 0;
+    let mut tally = Tally::default();
     for (model, kind) in [(GenModel::Register, ModelKind::Register), (GenModel::CasRegister, ModelKind::CasRegister)] {
         for seed in 0..600u64 {
             let mut g = Gen::new(model, 2 + (seed % 4) as usize, 8 + (seed % 23) as usize);
@@ -32,28 +69,10 @@ fn a_rule_never_refutes_a_history_the_search_linearizes() {
             g.info = [0.0, 0.05, 0.15, 0.3][(seed / 4 % 4) as usize];
             g.fail = [0.0, 0.1][(seed / 16 % 2) as usize];
             g.corrupt = [0.0, 0.05, 0.2][(seed / 32 % 3) as usize];
-            let events = generate(&g, seed);
-            let alone = check_with(&events, kind, &options(false)).unwrap();
-            let with_rules = check_with(&events, kind, &options(true)).unwrap();
-            histories += 1;
-            assert_ne!(alone.verdict, Verdict::Unknown, "{kind} seed {seed}: the search must decide histories this small");
-            let by_rule: Vec<&str> = with_rules.failures.iter().filter_map(|f| f.rule.as_deref()).collect();
-            if !by_rule.is_empty() {
-                refuted += 1;
-                assert_eq!(
-                    alone.verdict,
-                    Verdict::Invalid,
-                    "{kind} seed {seed}: a rule refuted a linearizable history: {by_rule:?}\n{events:?}"
-                );
-            }
-            search_invalid += usize::from(alone.verdict == Verdict::Invalid);
-            assert_eq!(with_rules.verdict, alone.verdict, "{kind} seed {seed}: {by_rule:?}");
+            tally.compare(&generate(&g, seed), kind, &format!("{kind} seed {seed}"));
         }
     }
-    eprintln!("{histories} histories: {search_invalid} invalid by the search, {refuted} of them refuted by a rule");
-    // The comparison means something only if both kinds of history came up, and rules fired.
-    assert!(search_invalid > 100 && histories - search_invalid > 100, "{search_invalid} invalid of {histories}");
-    assert!(refuted > 50, "the rules refuted only {refuted} of {search_invalid} invalid histories");
+    tally.assert_meaningful("register histories");
 }
 
 /// A lock history made by simulation: each process acquires (ok when the lock is free at its
@@ -131,31 +150,12 @@ fn mutex_history(seed: u64, processes: u64, steps: usize, info: f64, corrupt: f6
 
 #[test]
 fn the_mutex_rule_never_refutes_a_lock_history_the_search_linearizes() {
-    let (mut refuted, mut invalid, mut histories) = (0, 0, 0);
+    let mut tally = Tally::default();
     for seed in 0..1000u64 {
         let corrupt = [0.0, 0.1, 0.3][(seed % 3) as usize];
         let info = [0.0, 0.05, 0.2][(seed / 3 % 3) as usize];
         let events = mutex_history(seed, 2 + seed % 3, 10 + (seed % 30) as usize, info, corrupt);
-        let alone = check_with(&events, ModelKind::Mutex, &options(false)).unwrap();
-        let with_rules = check_with(&events, ModelKind::Mutex, &options(true)).unwrap();
-        if alone.operations == 0 {
-            continue;
-        }
-        histories += 1;
-        assert_ne!(alone.verdict, Verdict::Unknown, "seed {seed}");
-        let by_rule: Vec<&str> = with_rules.failures.iter().filter_map(|f| f.rule.as_deref()).collect();
-        if !by_rule.is_empty() {
-            refuted += 1;
-            assert_eq!(
-                alone.verdict,
-                Verdict::Invalid,
-                "seed {seed}: the mutex rule refuted a linearizable history: {by_rule:?}\n{events:?}"
-            );
-        }
-        invalid += usize::from(alone.verdict == Verdict::Invalid);
-        assert_eq!(with_rules.verdict, alone.verdict, "seed {seed}");
+        tally.compare(&events, ModelKind::Mutex, &format!("seed {seed}"));
     }
-    eprintln!("{histories} lock histories: {invalid} invalid by the search, {refuted} of them refuted by the rule");
-    assert!(invalid > 100 && histories - invalid > 100, "{invalid} invalid of {histories}");
-    assert!(refuted > 50, "the rule refuted only {refuted} of {invalid}");
+    tally.assert_meaningful("lock histories");
 }

@@ -126,10 +126,8 @@ async fn finish_run(docker: &Docker, run_id: &str, found: &FoundRun, live: bool,
     let workers = worker_fates(docker, &found.containers).await;
     let folder = found.folder();
     let usable = folder.as_ref().filter(|f| f.join("run.json").is_file());
-    if let Some(folder) = usable {
-        teardown::save_logs(docker, run_id, &folder.join("logs")).await;
-    }
-    let removed = match teardown::remove_labelled(docker, Some(run_id)).await {
+    let logs = usable.map(|folder| folder.join("logs"));
+    let removed = match teardown::remove_labelled(docker, Some(run_id), logs.as_deref()).await {
         Ok(removed) => removed,
         Err(e) => {
             errors.push(format!("{run_id}: {e:#}"));

@@ -5,7 +5,7 @@
 //! lock_backends, so neither needs the other; errors name the file, line and field like the
 //! loader's.
 
-use crate::faults::{BackendView, Fault};
+use crate::faults::BackendView;
 use crate::hosts::NodesFile;
 use crate::lock_backends::Persistence;
 use crate::resource::ResourceKind;
@@ -101,26 +101,13 @@ fn hosts_rules(loaded: &LoadedScenario, nodes: &NodesFile) -> Result<(), (String
         return Err(("backend".into(), format!("{} cannot run on remote hosts: {why}", s.backend.name())));
     }
     let shared_address = nodes.workers.is_none();
-    let check = |field: String, fault: &Fault, target: &Target| -> Result<(), (String, String)> {
-        if fault.name() == "latency" {
-            return Err((field, "latency is not done on remote hosts (netem on a host's interface could cut lockchaos's own SSH)".into()));
-        }
-        let cuts_a_client = fault.name().starts_with("partition")
-            && (target.is_client() || *target == Target::RandomClient || fault.action().members().iter().any(|m| m.is_client()));
-        if cuts_a_client && shared_address {
-            return Err((
-                field,
-                "cuts a client off, but the hosts see every client at this machine's one address: give the nodes-file a [workers] docker_network the hosts are on".into(),
-            ));
-        }
-        Ok(())
-    };
     for (i, step) in s.nemesis.timeline.iter().enumerate() {
-        check(format!("nemesis.timeline[{i}].fault"), &step.fault, &step.target)?;
+        let field = |name: &str| format!("nemesis.timeline[{i}].{name}");
+        step.fault.action().check_on_hosts(&step.target, shared_address).map_err(|(name, msg)| (field(name), msg))?;
     }
     if let Some(r) = &s.nemesis.random {
         for f in &r.faults {
-            check("nemesis.random.faults".into(), f, &r.target)?;
+            f.action().check_on_hosts(&r.target, shared_address).map_err(|(_, msg)| ("nemesis.random.faults".to_string(), msg))?;
         }
     }
     Ok(())

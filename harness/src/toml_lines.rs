@@ -1,6 +1,18 @@
 //! Where in a TOML file a thing is written: the line of a byte offset, and the line of a dotted
-//! field path. Shared by every file lockchaos reads (scenarios, nodes-files), whose errors name
-//! the file, the line and the field.
+//! field path; and the one-line error that names them. Shared by every file lockchaos reads
+//! (scenarios, nodes-files).
+
+use std::path::PathBuf;
+
+/// A file lockchaos reads that could not be used: `file:line: field 'a.b': what is wrong`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{}: {}{message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), field.as_ref().map(|f| format!("field '{f}': ")).unwrap_or_default())]
+pub struct FileError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub field: Option<String>,
+    pub message: String,
+}
 
 /// The 1-based line of a byte offset.
 pub fn line_of_offset(text: &str, offset: usize) -> usize {

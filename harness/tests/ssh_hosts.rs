@@ -192,6 +192,13 @@ fn lockchaos() -> Command {
     c
 }
 
+/// `lockchaos ARGS --store STORE --nodes-file NODES`.
+fn on_hosts(args: &[&str], store: &Path, nodes: &Path) -> Command {
+    let mut c = lockchaos();
+    c.args(args).arg("--store").arg(store).arg("--nodes-file").arg(nodes);
+    c
+}
+
 /// results.json of the one run of `scenario` in `store`.
 fn results(store: &Path, scenario: &str) -> Value {
     let run = std::fs::read_dir(store.join(scenario)).unwrap().next().unwrap().unwrap().path();
@@ -207,13 +214,7 @@ fn three_scenarios_match_through_the_ssh_provider_and_leave_the_hosts_as_they_we
         [("redis-single-pause", 1, "n1-redis.log"), ("redlock-clock-jump", 5, "n3-redis.log"), ("etcd-pause-fenced", 3, "n2-etcd.log")]
     {
         let since = now_secs();
-        let out = lockchaos()
-            .args(["scenario", scenario, "--quiet", "--nodes-file"])
-            .arg(&nodes)
-            .arg("--store")
-            .arg(store.path())
-            .output()
-            .unwrap();
+        let out = on_hosts(&["scenario", scenario, "--quiet"], store.path(), &nodes).output().unwrap();
         let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         let v = results(store.path(), scenario);
         assert!(v["matches_expectation"] == true, "{scenario} through SSH: {} expected {}: {said}", v["outcome"], v["expect"]);
@@ -285,19 +286,13 @@ duration_ms = 600000
     )
     .unwrap();
     let name = "ssh-all-at-once";
+    let start = |store: &Path| {
+        on_hosts(&["scenario", "--quiet"], store, &nodes).arg(&scenario).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+    };
 
     // Ctrl-C: the run heals and tears down by itself.
     let store = tempfile::Builder::new().prefix("ssh-int-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let mut child = lockchaos()
-        .args(["scenario", "--quiet", "--store"])
-        .arg(store.path())
-        .arg("--nodes-file")
-        .arg(&nodes)
-        .arg(&scenario)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start(store.path());
     wait_for_faults(store.path(), name, 3, &mut child);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     assert!(!child.wait().unwrap().success(), "an interrupted run does not pass");
@@ -307,16 +302,7 @@ duration_ms = 600000
 
     // SIGKILL: everything is still on the host (the check can fail) until clean heals it.
     let store = tempfile::Builder::new().prefix("ssh-kill-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let mut child = lockchaos()
-        .args(["scenario", "--quiet", "--store"])
-        .arg(store.path())
-        .arg("--nodes-file")
-        .arg(&nodes)
-        .arg(&scenario)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start(store.path());
     let run = wait_for_faults(store.path(), name, 3, &mut child);
     let killed = child.id();
     child.kill().unwrap();
@@ -366,13 +352,7 @@ fn a_host_that_cannot_serve_is_one_line_naming_it_before_anything_starts() {
     ];
     for (file, host, expected) in cases {
         let nodes = lab.nodes_file(file, &[host]);
-        let out = lockchaos()
-            .args(["scenario", "redis-single-pause", "--store"])
-            .arg(store.path())
-            .arg("--nodes-file")
-            .arg(&nodes)
-            .output()
-            .unwrap();
+        let out = on_hosts(&["scenario", "redis-single-pause"], store.path(), &nodes).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(2), "{file}: {err}");
         let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
@@ -383,55 +363,25 @@ fn a_host_that_cannot_serve_is_one_line_naming_it_before_anything_starts() {
     // A scenario the hosts cannot serve: a backend that runs only in containers, and a client
     // cut off when the hosts see every client at one address.
     let nodes = lab.root_nodes(1);
-    let out = lockchaos()
-        .args(["scenario", "postgres-session-pause", "--store"])
-        .arg(store.path())
-        .arg("--nodes-file")
-        .arg(&nodes)
-        .output()
-        .unwrap();
+    let out = on_hosts(&["scenario", "postgres-session-pause"], store.path(), &nodes).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("field 'backend'") && err.contains("cannot run on remote hosts"), "{err}");
     let text = std::fs::read_to_string(&nodes).unwrap();
     let shared = lab.dir.path().join("no-network.toml");
     std::fs::write(&shared, &text[..text.find("[workers]").unwrap()]).unwrap();
-    let out = lockchaos()
-        .args(["scenario", "redlock-clock-jump", "--store"])
-        .arg(store.path())
-        .arg("--nodes-file")
-        .arg(&shared)
-        .output()
-        .unwrap();
+    let out = on_hosts(&["scenario", "redlock-clock-jump"], store.path(), &shared).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("nemesis.timeline[0].fault") && err.contains("cuts a client off"), "{err}");
     let missing = lab.dir.path().join("missing-network.toml");
     std::fs::write(&missing, text.replace(&lab.network, "lockchaos-no-such-network")).unwrap();
-    let out = lockchaos()
-        .args(["scenario", "redis-single-pause", "--store"])
-        .arg(store.path())
-        .arg("--nodes-file")
-        .arg(&missing)
-        .output()
-        .unwrap();
+    let out = on_hosts(&["scenario", "redis-single-pause"], store.path(), &missing).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("field 'workers.docker_network'") && err.contains("no Docker network lockchaos-no-such-network"), "{err}");
     // A matrix on hosts: one run at a time, and only what the hosts can run.
-    let out = lockchaos()
-        .args(["matrix", "--scenarios", "redis-single-pause", "--jobs", "2", "--store"])
-        .arg(store.path())
-        .arg("--nodes-file")
-        .arg(&nodes)
-        .output()
-        .unwrap();
+    let out = on_hosts(&["matrix", "--scenarios", "redis-single-pause", "--jobs", "2"], store.path(), &nodes).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code() == Some(2) && err.contains("one run at a time"), "{err}");
-    let out = lockchaos()
-        .args(["matrix", "--scenarios", "postgres-*", "--store"])
-        .arg(store.path())
-        .arg("--nodes-file")
-        .arg(&nodes)
-        .output()
-        .unwrap();
+    let out = on_hosts(&["matrix", "--scenarios", "postgres-*"], store.path(), &nodes).output().unwrap();
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.code() == Some(2) && said.contains("left out") && said.contains("none of the chosen scenarios"), "{said}");
     assert_eq!(lab.leftovers(1), Vec::<String>::new(), "nothing was done on the host");

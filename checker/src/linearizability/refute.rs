@@ -21,6 +21,7 @@
 //! another value was called, W having returned before R was called.
 //! Rule 3 (the mutex), **overlapping holds**: see [`mutex`].
 
+use super::model::HistoryOp;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -36,6 +37,19 @@ pub struct RegisterFact<'a> {
     pub reads: Option<&'a Value>,
     /// The value it may have stored (write, cas's `to`; not failed).
     pub stores: Option<&'a Value>,
+}
+
+/// A register's operations as facts: `split` says what each found and may have stored.
+pub fn register_facts<'a, I, O>(
+    ops: &[&'a HistoryOp<I, O>],
+    split: impl Fn(&'a HistoryOp<I, O>) -> (Option<&'a Value>, Option<&'a Value>),
+) -> Vec<RegisterFact<'a>> {
+    ops.iter()
+        .map(|op| {
+            let (reads, stores) = split(op);
+            RegisterFact { index: op.index, call: op.call, ret: op.ret, reads, stores }
+        })
+        .collect()
 }
 
 /// A proof that a partition cannot be linearized.
@@ -55,10 +69,8 @@ pub fn register(initial: &Value, facts: &[RegisterFact<'_>]) -> Option<Refutatio
     definite.sort_by_key(|d| d.0);
     let mut readers: Vec<usize> = (0..facts.len()).filter(|&i| facts[i].reads.is_some()).collect();
     readers.sort_by_key(|&i| facts[i].call);
-    // Of the definite mutations returned so far: the latest called, and the latest called of
-    // a value other than that one's (so that for any v, one of the two stores another value).
-    let mut latest: Option<(usize, &Value, u64)> = None;
-    let mut latest_other: Option<(usize, &Value, u64)> = None;
+    // Of the definite mutations returned so far, by call, of each value.
+    let mut latest: Latest<&Value, u64> = Latest::default();
     let mut next = 0;
     let index = ProducerIndex::new(facts);
     for r in readers {
@@ -67,29 +79,10 @@ pub fn register(initial: &Value, facts: &[RegisterFact<'_>]) -> Option<Refutatio
         while next < definite.len() && definite[next].0 < reader.call {
             let (_, call, value, index) = definite[next];
             next += 1;
-            match latest {
-                Some((c, lv, _)) if call <= c => {
-                    if lv != value && latest_other.is_none_or(|(oc, _, _)| call > oc) {
-                        latest_other = Some((call, value, index));
-                    }
-                }
-                old => {
-                    // The old latest, of another value, is the latest of any value but the
-                    // new one's; of the same value, the latest other stays what it was.
-                    if let Some(old @ (_, lv, _)) = old {
-                        if lv != value {
-                            latest_other = Some(old);
-                        }
-                    }
-                    latest = Some((call, value, index));
-                }
-            }
+            latest.offer(call, value, index);
         }
         // The latest-called definite mutation of a value other than v, returned before R.
-        let overwrite = match latest {
-            Some((c, lv, i)) if lv != v => Some((c, i)),
-            _ => latest_other.filter(|(_, ov, _)| *ov != v).map(|(c, _, i)| (c, i)),
-        };
+        let overwrite = latest.not_of(v);
         // The index says whether a rule may hold; the exact check (the rule as stated, over
         // every operation) decides, so an index that groups values coarsely can cost time but
         // never a wrong refutation.
@@ -103,6 +96,51 @@ pub fn register(initial: &Value, facts: &[RegisterFact<'_>]) -> Option<Refutatio
         }
     }
     None
+}
+
+/// Of the items offered so far, the one with the greatest score, and the one with the greatest
+/// score of another kind than that one's: so that for any kind, one of the two is of another
+/// (the latest-called mutation of a value other than v; the longest hold of a process other
+/// than q), in O(1) per item.
+struct Latest<K, T> {
+    best: Option<(usize, K, T)>,
+    other: Option<(usize, K, T)>,
+}
+
+impl<K, T> Default for Latest<K, T> {
+    fn default() -> Self {
+        Latest { best: None, other: None }
+    }
+}
+
+impl<K: PartialEq + Copy, T: Copy> Latest<K, T> {
+    fn offer(&mut self, score: usize, kind: K, item: T) {
+        match self.best {
+            Some((best, best_kind, _)) if score <= best => {
+                if best_kind != kind && self.other.is_none_or(|(o, _, _)| score > o) {
+                    self.other = Some((score, kind, item));
+                }
+            }
+            old => {
+                // The old best, of another kind, is the best of any kind but the new one's; of
+                // the same kind, the best other stays what it was.
+                if let Some(old @ (_, old_kind, _)) = old {
+                    if old_kind != kind {
+                        self.other = Some(old);
+                    }
+                }
+                self.best = Some((score, kind, item));
+            }
+        }
+    }
+
+    /// The greatest score of a kind other than `kind`, with its item.
+    fn not_of(&self, kind: K) -> Option<(usize, T)> {
+        match self.best {
+            Some((score, k, item)) if k != kind => Some((score, item)),
+            _ => self.other.filter(|(_, k, _)| *k != kind).map(|(score, _, item)| (score, item)),
+        }
+    }
 }
 
 /// Each value's producers by call, with the running latest ret (an open producer counts as
@@ -229,38 +267,19 @@ pub fn mutex(facts: &[MutexFact]) -> Option<Refutation> {
     firsts.sort_unstable();
     let mut seconds: Vec<usize> = (0..facts.len()).filter(|&i| facts[i].acquire && facts[i].ret.is_some()).collect();
     seconds.sort_by_key(|&i| facts[i].call);
-    // Of the acquires returned so far: the one held longest (latest possible release), and the
-    // one held longest of another process than that one's.
-    let mut longest: Option<(usize, u64, usize)> = None;
-    let mut longest_other: Option<(usize, u64, usize)> = None;
+    // Of the acquires returned so far, by how long each could be held, of each process.
+    let mut longest: Latest<u64, usize> = Latest::default();
     let mut next = 0;
     for a2 in seconds {
         let second = &facts[a2];
         while next < firsts.len() && firsts[next].0 < second.call {
             let (_, release, process, pos) = firsts[next];
             next += 1;
-            match longest {
-                Some((r, p, _)) if release <= r => {
-                    if p != process && longest_other.is_none_or(|(or, _, _)| release > or) {
-                        longest_other = Some((release, process, pos));
-                    }
-                }
-                old => {
-                    if let Some(old @ (_, p, _)) = old {
-                        if p != process {
-                            longest_other = Some(old);
-                        }
-                    }
-                    longest = Some((release, process, pos));
-                }
-            }
+            longest.offer(release, process, pos);
         }
-        let held = match longest {
-            Some(l) if l.1 != second.process => Some(l),
-            _ => longest_other.filter(|o| o.1 != second.process),
-        };
+        let held = longest.not_of(second.process);
         let second_ret = second.ret.expect("an ok acquire");
-        if let Some((release, _, a1)) = held.filter(|h| h.0 > second_ret) {
+        if let Some((release, a1)) = held.filter(|h| h.0 > second_ret) {
             let first = &facts[a1];
             let until = if release == usize::MAX {
                 "no release of it was ever called".to_string()

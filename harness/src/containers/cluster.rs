@@ -173,11 +173,6 @@ impl Cluster {
         self.workers_network = network;
     }
 
-    /// Whether the nodes are hosts reached over SSH.
-    pub fn nodes_are_hosts(&self) -> bool {
-        self.members.lock().expect("members lock").iter().any(|m| matches!(m.reach, Reach::Host(_)))
-    }
-
     pub fn member(&self, name: &str) -> anyhow::Result<Member> {
         let members = self.members.lock().expect("members lock");
         members.iter().find(|m| m.name == name).cloned().with_context(|| format!("no container named {name} in this run"))

@@ -14,14 +14,9 @@ pub struct Removed {
     pub networks: usize,
 }
 
-/// Saves `<name>.log` in `logs_dir` for every container of the run (found by label, so it also
-/// works after an abort or for a run whose lockchaos is gone). Best effort: a missing log must
-/// not stop the teardown.
-pub async fn save_logs(docker: &Docker, run_id: &str, logs_dir: &Path) {
-    let Ok(containers) = list(docker, &label_filter(Some(run_id))).await else { return };
-    futures_util::future::join_all(containers.iter().map(|c| save_log(docker, c, logs_dir))).await;
-}
-
+/// Saves `<name>.log` in `logs_dir` for one container (found by label, so it also works after
+/// an abort or for a run whose lockchaos is gone). Best effort: a missing log must not stop the
+/// teardown.
 async fn save_log(docker: &Docker, c: &ContainerSummary, logs_dir: &Path) {
     let name = c.labels.as_ref().and_then(|l| l.get(NAME_LABEL)).cloned().unwrap_or_else(|| "unknown".into());
     let opts = LogsOptions { stdout: true, stderr: true, ..Default::default() };
@@ -33,36 +28,21 @@ async fn save_log(docker: &Docker, c: &ContainerSummary, logs_dir: &Path) {
     let _ = std::fs::write(logs_dir.join(format!("{name}.log")), out);
 }
 
-fn label_filter(run_id: Option<&str>) -> HashMap<String, Vec<String>> {
+/// Removes every container and network labelled with `run_id`, or with any run id when `None`,
+/// each container's log saved first into `logs_dir` when given, every container side by side.
+/// Containers go first (force: a stopped or SIGSTOPped process dies with its container).
+/// A run's own teardown calls this, and so does `lockchaos clean` for the runs whose lockchaos
+/// is gone (orphans.rs).
+pub async fn remove_labelled(docker: &Docker, run_id: Option<&str>, logs_dir: Option<&Path>) -> anyhow::Result<Removed> {
     let filter = match run_id {
         Some(id) => format!("{RUN_LABEL}={id}"),
         None => RUN_LABEL.to_string(),
     };
-    HashMap::from([("label".to_string(), vec![filter])])
-}
-
-async fn list(docker: &Docker, filters: &HashMap<String, Vec<String>>) -> Result<Vec<ContainerSummary>, bollard::errors::Error> {
-    docker.list_containers(Some(ListContainersOptions { all: true, filters: Some(filters.clone()), ..Default::default() })).await
-}
-
-/// A run's own teardown: each container's log saved into `logs_dir` and then the container
-/// removed, every container side by side; then the network.
-pub async fn save_logs_and_remove(docker: &Docker, run_id: &str, logs_dir: &Path) -> anyhow::Result<Removed> {
-    remove(docker, Some(run_id), Some(logs_dir)).await
-}
-
-/// Removes every container and network labelled with `run_id`, or with any run id when `None`.
-/// Containers go first (force: a stopped or SIGSTOPped process dies with its container).
-/// `lockchaos clean` chooses the runs whose lockchaos is gone (orphans.rs) and calls this.
-pub async fn remove_labelled(docker: &Docker, run_id: Option<&str>) -> anyhow::Result<Removed> {
-    remove(docker, run_id, None).await
-}
-
-async fn remove(docker: &Docker, run_id: Option<&str>, logs_dir: Option<&Path>) -> anyhow::Result<Removed> {
-    let filters = label_filter(run_id);
+    let filters = HashMap::from([("label".to_string(), vec![filter])]);
     let mut removed = Removed::default();
     let mut errors = vec![];
-    let containers = list(docker, &filters).await?;
+    let containers =
+        docker.list_containers(Some(ListContainersOptions { all: true, filters: Some(filters.clone()), ..Default::default() })).await?;
     // Side by side: each removal is a kill and a delete of its own.
     let removals = containers.into_iter().map(|c| async move {
         if let Some(dir) = logs_dir {

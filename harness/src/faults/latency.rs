@@ -44,6 +44,10 @@ impl FaultAction for Latency {
         Ok(())
     }
 
+    fn check_on_hosts(&self, _target: &Target, _shared_client_address: bool) -> Result<(), StepError> {
+        Err(("fault", "latency is not done on remote hosts (netem on a host's interface could cut lockchaos's own SSH)".into()))
+    }
+
     async fn preflight(&self, ctx: &FaultContext<'_>) -> anyhow::Result<()> {
         let probe = ["tc", "qdisc", "add", "dev", DEV, "root", "netem", "delay", "1ms"];
         let (code, out) = ctx.cluster.exec("n1", &probe).await?;

@@ -83,6 +83,12 @@ pub trait FaultAction: Send + Sync {
     fn moves_clocks(&self) -> bool {
         false
     }
+    /// The rules of this fault when the nodes are hosts reached over SSH (hosts/): the field
+    /// and why not, when it cannot be done there. `shared_client_address`: the hosts see every
+    /// client at this machine's one address (the nodes-file names no workers' network).
+    fn check_on_hosts(&self, _target: &Target, _shared_client_address: bool) -> Result<(), StepError> {
+        Ok(())
+    }
     /// Members the parameters name besides the target (a partition's `from`), checked like
     /// targets.
     fn members(&self) -> Vec<&Target> {

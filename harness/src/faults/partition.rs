@@ -230,6 +230,18 @@ impl<F: CutFault> FaultAction for F {
         self.cut().partition.from.iter().collect()
     }
 
+    /// A host tells clients apart only by their addresses on a network they share.
+    fn check_on_hosts(&self, target: &Target, shared_client_address: bool) -> Result<(), StepError> {
+        let cuts_a_client = target.is_client() || self.cut().partition.from.iter().any(Target::is_client);
+        if cuts_a_client && shared_client_address {
+            return Err((
+                "fault",
+                "cuts a client off, but the hosts see every client at this machine's one address: give the nodes-file a [workers] docker_network the hosts are on".into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn members_mut(&mut self) -> Vec<&mut Target> {
         self.partition_mut().from.iter_mut().collect()
     }

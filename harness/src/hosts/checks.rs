@@ -5,14 +5,9 @@
 //! stand-in in /opt/lockchaos. Each failure is one line naming the host and what failed.
 
 use super::heal::owner;
-use super::ssh::Host;
+use super::ssh::{first_line, Host};
 use super::HostNeeds;
 use crate::node_image;
-
-/// The first line of a command's output.
-fn first_line(text: &str) -> &str {
-    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
-}
 
 pub async fn check(host: &Host, needs: &HostNeeds) -> Result<(), String> {
     let label = host.label();

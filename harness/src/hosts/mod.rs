@@ -96,8 +96,9 @@ impl RemoteNodes {
                 Err(e) => first_error = first_error.or(Some(e)),
             }
         }
+        // The hosts that did connect are dropped with `connected`: dropping a host ends its
+        // master connection.
         if let Some(e) = first_error {
-            close_all(connected).await;
             anyhow::bail!(e);
         }
         Ok(RemoteNodes { file, hosts: connected, owner: std::sync::OnceLock::new() })
@@ -134,18 +135,5 @@ impl RemoteNodes {
             anyhow::bail!("teardown on the hosts failed: {}", errors.join("; "));
         }
         Ok(healed)
-    }
-
-    /// Ends every master connection.
-    pub async fn close(self) {
-        close_all(self.hosts).await;
-    }
-}
-
-async fn close_all(hosts: Vec<Arc<Host>>) {
-    for host in hosts {
-        if let Ok(host) = Arc::try_unwrap(host) {
-            host.close().await;
-        }
     }
 }

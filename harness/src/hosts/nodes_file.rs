@@ -25,14 +25,7 @@ use std::net::{Ipv4Addr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 /// A nodes-file that could not be used: `file:line: field 'host[1].key': what is wrong`.
-#[derive(Debug, thiserror::Error)]
-#[error("{}{}: {}{message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), field.as_ref().map(|f| format!("field '{f}': ")).unwrap_or_default())]
-pub struct NodesFileError {
-    pub file: PathBuf,
-    pub line: Option<usize>,
-    pub field: Option<String>,
-    pub message: String,
-}
+pub type NodesFileError = crate::toml_lines::FileError;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -32,9 +32,9 @@ fn control_dir() -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// The first line of what ssh said, without its `ssh:` noise.
-fn first_line(text: &str) -> String {
-    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("no message").to_string()
+/// The first line of what a command or ssh said.
+pub(super) fn first_line(text: &str) -> &str {
+    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("no message")
 }
 
 impl Host {
@@ -57,8 +57,8 @@ impl Host {
         }
         let session = builder.connect(entry.ip.to_string()).await.map_err(|e| {
             let detail = match &e {
-                openssh::Error::Connect(io) => first_line(&io.to_string()),
-                other => first_line(&format!("{other}")),
+                openssh::Error::Connect(io) => first_line(&io.to_string()).to_string(),
+                other => first_line(&format!("{other}")).to_string(),
             };
             format!("{}: cannot connect over SSH: {detail}", entry.label())
         })?;
@@ -71,8 +71,8 @@ impl Host {
             // A host without sudo at all makes the command fail to run (exit 127).
             let said = match host.output(&["sudo", "-n", "true"], None).await {
                 Ok(out) if out.status.success() => None,
-                Ok(out) => Some(first_line(&String::from_utf8_lossy(&out.stderr))),
-                Err(e) => Some(first_line(&format!("{e:#}"))),
+                Ok(out) => Some(first_line(&String::from_utf8_lossy(&out.stderr)).to_string()),
+                Err(e) => Some(first_line(&format!("{e:#}")).to_string()),
             };
             if let Some(said) = said {
                 return Err(format!("{}: {} is not root and has no passwordless sudo (`sudo -n true`: {said})", entry.label(), entry.user));

@@ -148,7 +148,7 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
 
     ctx.stages.enter(events, Stage::Teardown);
     let logs = ctx.dir.path.join("logs");
-    let (removed, healed) = tokio::join!(teardown::save_logs_and_remove(&docker, &run_id, &logs), async {
+    let (removed, healed) = tokio::join!(teardown::remove_labelled(&docker, Some(&run_id), Some(&logs)), async {
         match &ctx.remote {
             Some(remote) => remote.teardown(&logs).await.map(|_| ()),
             None => Ok(()),

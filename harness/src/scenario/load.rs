@@ -9,14 +9,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// A scenario file that could not be used: `file:line: field 'a.b': what is wrong`.
-#[derive(Debug, thiserror::Error)]
-#[error("{}{}: {}{message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), field.as_ref().map(|f| format!("field '{f}': ")).unwrap_or_default())]
-pub struct ScenarioError {
-    pub file: PathBuf,
-    pub line: Option<usize>,
-    pub field: Option<String>,
-    pub message: String,
-}
+pub type ScenarioError = crate::toml_lines::FileError;
 
 /// A loaded scenario with where it came from.
 #[derive(Clone, Debug)]

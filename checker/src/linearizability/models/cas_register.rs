@@ -8,7 +8,7 @@
 
 use crate::history::Event;
 use crate::linearizability::model::{partition_by_key, HistoryOp, Model, Op, Partition};
-use crate::linearizability::refute::{self, Refutation, RegisterFact};
+use crate::linearizability::refute::{self, Refutation};
 use serde_json::Value;
 
 #[derive(Clone, Debug, Default)]
@@ -66,18 +66,12 @@ impl Model for CasRegister {
     }
 
     fn refute(&self, ops: &[&HistoryOp<CasInput, Value>]) -> Option<Refutation> {
-        let facts: Vec<RegisterFact<'_>> = ops
-            .iter()
-            .map(|op| {
-                let (reads, stores) = match &op.op.input {
-                    CasInput::Read => (op.op.output.as_ref(), None),
-                    CasInput::Write(v) => (None, Some(v)),
-                    // An ok cas found `from`; any cas not failed may have stored `to`.
-                    CasInput::Cas(from, to) => (op.ret.map(|_| from), Some(to)),
-                };
-                RegisterFact { index: op.index, call: op.call, ret: op.ret, reads, stores }
-            })
-            .collect();
+        let facts = refute::register_facts(ops, |op| match &op.op.input {
+            CasInput::Read => (op.op.output.as_ref(), None),
+            CasInput::Write(v) => (None, Some(v)),
+            // An ok cas found `from`; any cas not failed may have stored `to`.
+            CasInput::Cas(from, to) => (op.ret.map(|_| from), Some(to)),
+        });
         refute::register(&self.initial, &facts)
     }
 

@@ -6,7 +6,7 @@
 
 use crate::history::Event;
 use crate::linearizability::model::{partition_by_key, HistoryOp, Model, Op, Partition};
-use crate::linearizability::refute::{self, Refutation, RegisterFact};
+use crate::linearizability::refute::{self, Refutation};
 use serde_json::Value;
 
 #[derive(Clone, Debug, Default)]
@@ -58,16 +58,10 @@ impl Model for Register {
     }
 
     fn refute(&self, ops: &[&HistoryOp<RegisterInput, Value>]) -> Option<Refutation> {
-        let facts: Vec<RegisterFact<'_>> = ops
-            .iter()
-            .map(|op| {
-                let (reads, stores) = match &op.op.input {
-                    RegisterInput::Read => (op.op.output.as_ref(), None),
-                    RegisterInput::Write(v) => (None, Some(v)),
-                };
-                RegisterFact { index: op.index, call: op.call, ret: op.ret, reads, stores }
-            })
-            .collect();
+        let facts = refute::register_facts(ops, |op| match &op.op.input {
+            RegisterInput::Read => (op.op.output.as_ref(), None),
+            RegisterInput::Write(v) => (None, Some(v)),
+        });
         refute::register(&self.initial, &facts)
     }
 
