@@ -92,6 +92,10 @@ pub struct Event {
     /// than once; the exactly-once property counts by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<String>,
+    /// On nemesis records: the episode (its index in the scenario's `[[nemesis.episode]]`) the
+    /// fault belongs to, so a finding can be laid at the episode it happened in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episode: Option<u32>,
 }
 
 impl Event {
@@ -112,6 +116,7 @@ impl Event {
             client: None,
             detail: None,
             op: None,
+            episode: None,
         }
     }
 }

@@ -78,6 +78,16 @@ fn rules(loaded: &LoadedScenario) -> Result<(), (String, String)> {
         }
         step.fault.action().check_backend(&step.target, &backend).map_err(|(name, msg)| (field(name), msg))?;
     }
+    for (i, episode) in s.nemesis.episode.iter().enumerate() {
+        let field = |name: &str| format!("nemesis.episode[{i}].{name}");
+        for target in &episode.target {
+            check_target(field("target"), target)?;
+            episode.fault.action().check_backend(target, &backend).map_err(|(name, msg)| (field(name), msg))?;
+        }
+        for (j, t) in episode.fault.action().members().into_iter().enumerate() {
+            check_target(format!("{}[{j}]", field("from")), t)?;
+        }
+    }
     if let Some(r) = &s.nemesis.random {
         check_target("nemesis.random.target".into(), &r.target)?;
         for f in &r.faults {
@@ -104,6 +114,12 @@ fn hosts_rules(loaded: &LoadedScenario, nodes: &NodesFile) -> Result<(), (String
     for (i, step) in s.nemesis.timeline.iter().enumerate() {
         let field = |name: &str| format!("nemesis.timeline[{i}].{name}");
         step.fault.action().check_on_hosts(&step.target, shared_address).map_err(|(name, msg)| (field(name), msg))?;
+    }
+    for (i, episode) in s.nemesis.episode.iter().enumerate() {
+        let field = |name: &str| format!("nemesis.episode[{i}].{name}");
+        for target in &episode.target {
+            episode.fault.action().check_on_hosts(target, shared_address).map_err(|(name, msg)| (field(name), msg))?;
+        }
     }
     if let Some(r) = &s.nemesis.random {
         for f in &r.faults {

@@ -1,5 +1,5 @@
-//! Who a fault hits, as a scenario names it: `client-K`, `nK`, `holder`, `holder-member`, `leader`, `nodes`,
-//! `random-client`, `random-node`. Parsed from and written as those words.
+//! Who a fault hits, as a scenario names it: `client-K`, `nK`, `holder`, `waiter`, `holder-member`,
+//! `leader`, `nodes`, `random-client`, `random-node`. Parsed from and written as those words.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -12,6 +12,9 @@ pub enum Target {
     /// `holder`: the worker inside its critical section (read done, write not yet sent) when the
     /// step fires; the step waits for one. This is how a pause lands between check and write.
     Holder,
+    /// `waiter`: a client that has sent its acquire and waits while another holds the lock,
+    /// when the step fires (the trigger `waiting`, which this target implies).
+    Waiter,
     /// `holder-member`: the node whose member the holder talks to (clients pinned to one
     /// member each, `lock.one_member_each`); waits for a holder as `holder` does.
     HolderMember,
@@ -32,6 +35,7 @@ impl fmt::Display for Target {
         match self {
             Target::Client(k) => write!(f, "client-{k}"),
             Target::Holder => f.write_str("holder"),
+            Target::Waiter => f.write_str("waiter"),
             Target::HolderMember => f.write_str("holder-member"),
             Target::RandomClient => f.write_str("random-client"),
             Target::Node(k) => write!(f, "n{k}"),
@@ -47,6 +51,7 @@ impl std::str::FromStr for Target {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "holder" => return Ok(Target::Holder),
+            "waiter" => return Ok(Target::Waiter),
             "holder-member" => return Ok(Target::HolderMember),
             "random-client" => return Ok(Target::RandomClient),
             "random-node" => return Ok(Target::RandomNode),
@@ -57,7 +62,7 @@ impl std::str::FromStr for Target {
         let number = |prefix: &str| s.strip_prefix(prefix).and_then(|k| k.parse::<u32>().ok()).filter(|k| *k >= 1);
         number("client-").map(Target::Client).or_else(|| number("n").map(Target::Node)).ok_or_else(|| {
             format!(
-                "unknown target `{s}`, expected `client-K`, `nK` (K from 1), `holder`, `holder-member`, `leader`, `nodes`, `random-client` or `random-node`"
+                "unknown target `{s}`, expected `client-K`, `nK` (K from 1), `holder`, `waiter`, `holder-member`, `leader`, `nodes`, `random-client` or `random-node`"
             )
         })
     }
@@ -87,9 +92,20 @@ impl Target {
         matches!(self, Target::Holder | Target::HolderMember)
     }
 
+    /// The trigger a step on this target waits for when it names none: a holder in its
+    /// section, a waiter waiting.
+    pub fn implied_trigger(&self) -> Option<crate::scenario::Trigger> {
+        use crate::scenario::Trigger;
+        match self {
+            Target::Holder | Target::HolderMember => Some(Trigger::InSection),
+            Target::Waiter => Some(Trigger::Waiting),
+            _ => None,
+        }
+    }
+
     /// Whether the target is (or resolves to) one client.
     pub fn is_client(&self) -> bool {
-        matches!(self, Target::Client(_) | Target::Holder | Target::RandomClient)
+        matches!(self, Target::Client(_) | Target::Holder | Target::Waiter | Target::RandomClient)
     }
 }
 
@@ -99,7 +115,7 @@ mod tests {
 
     #[test]
     fn targets_read_and_write_as_the_words_scenarios_use() {
-        for word in ["client-3", "n5", "holder", "holder-member", "leader", "nodes", "random-client", "random-node"] {
+        for word in ["client-3", "n5", "holder", "waiter", "holder-member", "leader", "nodes", "random-client", "random-node"] {
             assert_eq!(word.parse::<Target>().unwrap().to_string(), word);
         }
         for bad in ["client-0", "n", "x1", "client-", "node-1"] {

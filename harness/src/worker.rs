@@ -66,7 +66,30 @@ impl Recorder {
     }
 }
 
+/// The signal that asks a worker to finish its round and exit, as at its stop time: the run
+/// ends before its time limit (its episodes are over).
+pub const END_SIGNAL: &str = "SIGUSR1";
+
+static END_ASKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the run asked this worker to end (see [`END_SIGNAL`]).
+pub fn end_asked() -> bool {
+    END_ASKED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Listens for [`END_SIGNAL`] from now on.
+fn listen_for_end() -> anyhow::Result<()> {
+    let mut usr1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())?;
+    tokio::spawn(async move {
+        if usr1.recv().await.is_some() {
+            END_ASKED.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    Ok(())
+}
+
 pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
+    listen_for_end()?;
     let op_timeout = Duration::from_millis(config.workload.op_timeout_ms);
     if !config.workload.kind.takes_lock() {
         return run_without_lock(&config, op_timeout).await;
@@ -111,7 +134,7 @@ pub async fn run_with(config: &WorkerConfig, mut lock: Box<dyn LockClient>, mut 
     let key = config.workload.key.clone();
     let acquire_timeout = Duration::from_millis(config.lock.acquire_timeout_ms);
 
-    while clock.now() < config.stop_at {
+    while config.running(clock.now()) {
         rec.record(EventType::Invoke, "acquire", |_| {})?;
         let grant = match lock.acquire(&key, acquire_timeout).await {
             Ok(grant) => {

@@ -39,9 +39,7 @@ fn column(s: &Scenario) -> Option<TableColumn> {
     if s.failure.as_deref() == Some("failover") {
         return Some(TableColumn::FailoverRestart);
     }
-    let timeline = s.nemesis.timeline.iter().map(|step| (&step.fault, &step.target));
-    let random = s.nemesis.random.iter().flat_map(|r| r.faults.iter().map(move |f| (f, &r.target)));
-    let columns: Vec<TableColumn> = timeline.chain(random).map(|(fault, target)| fault_column(fault, target)).collect();
+    let columns: Vec<TableColumn> = s.nemesis.faults_on_targets().into_iter().map(|(fault, target)| fault_column(fault, target)).collect();
     let rank = |c: &TableColumn| match c {
         TableColumn::HolderDies => 0,
         TableColumn::FailoverRestart => 1,

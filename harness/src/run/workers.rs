@@ -8,7 +8,7 @@ use super::RunContext;
 use crate::containers::Cluster;
 use crate::events::{Event, EventSink};
 use crate::faults::Clients;
-use crate::worker::{WorkerConfig, EXIT_PROGRAM_EXITED, EXIT_UNUSABLE};
+use crate::worker::{self, WorkerConfig, EXIT_PROGRAM_EXITED, EXIT_UNUSABLE};
 use results::{WorkerFate, WorkerStatus};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -177,6 +177,21 @@ impl<'a> Workers<'a> {
         });
         futures_util::future::try_join_all(waits).await?;
         Ok(self.statuses())
+    }
+
+    /// Asks every running client to finish its round and exit (the workload ended before its
+    /// time limit: `lockchaos worker` ends on SIGUSR1 as at its stop time). A client already
+    /// gone is no error: `finish` records how it ended.
+    pub async fn ask_to_end(&self) -> anyhow::Result<()> {
+        for (k, _) in self.running() {
+            let name = format!("client-{k}");
+            if let Err(e) = self.cluster.signal(&name, worker::END_SIGNAL).await {
+                if self.cluster.state(&name).await?.0 {
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The run was interrupted: clients still running are stopped now (killed), the others

@@ -11,7 +11,7 @@ use crate::event_log::EventLog;
 use crate::events::{Event, EventSink, FaultChange, Stage};
 use crate::faults::{Fault, FaultContext};
 use crate::live_history::LiveHistory;
-use crate::nemesis::Nemesis;
+use crate::nemesis::{EpisodeTimings, Nemesis};
 use crate::resource::{postgres_table, ResourceKind};
 use crate::schedule;
 use crate::worker::WorkerConfig;
@@ -40,13 +40,16 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
     let plan = schedule::plan(&s.nemesis, s.clients, nodes, limit_ms, ctx.seed);
     // One fault of each kind the plan holds, for the preflight.
     let mut kinds: Vec<Fault> = vec![];
-    for p in &plan {
+    for p in plan.steps.iter().chain(plan.episodes.iter().flatten()) {
         if !kinds.iter().any(|k| k.name() == p.fault.name()) {
             kinds.push(p.fault.clone());
         }
     }
     let mut record = WorkloadRecord::default();
-    let mut nemesis = Nemesis::new(plan, EventLog::create(&ctx.dir.nemesis_events())?, ctx.clock, ctx.seed, s.clients, nodes);
+    let round_ms = s.workload.work_ms.max + s.workload.think_ms + 2 * s.workload.op_timeout_ms;
+    let timings = EpisodeTimings::from_stuck_bound(s.stuck_bound_ms(), round_ms);
+    let log = EventLog::create(&ctx.dir.nemesis_events())?;
+    let mut nemesis = Nemesis::new(plan, timings, log, ctx.clock, ctx.seed, s.clients, nodes);
     let workload_start = ctx.clock.now();
     let stop_at = workload_start + limit_ms * 1_000_000;
     let template = WorkerConfig {
@@ -97,6 +100,11 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
         loop {
             let now = ctx.clock.now();
             if now >= stop_at || stop.borrow().is_some() {
+                return Ok(());
+            }
+            if nemesis.is_done() {
+                // The episodes have shown what they could: the clients finish their rounds.
+                workers.ask_to_end().await?;
                 return Ok(());
             }
             for (process, member, file) in workers.take_started() {

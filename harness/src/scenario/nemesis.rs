@@ -1,6 +1,7 @@
 //! The `[nemesis]` of a scenario: a timeline of steps at fixed times (or triggered by what the
-//! clients do), and faults drawn from the seed. Each step's fault is typed (faults::Fault):
-//! its parameters are the step's other fields, and a field the fault does not take is an error.
+//! clients do), episodes one after another, and faults drawn from the seed. Each step's fault is
+//! typed (faults::Fault): its parameters are the step's other fields, and a field the fault does
+//! not take is an error.
 
 use crate::faults::Fault;
 use crate::target::Target;
@@ -15,20 +16,36 @@ pub struct Nemesis {
     /// Faults drawn from the run's seed (same seed, same schedule).
     #[serde(default)]
     pub random: Option<RandomFaults>,
+    /// `[[nemesis.episode]]`: faults one after another, as Jepsen's nemesis cycles: each waits
+    /// for its trigger once the one before has settled (nemesis/episodes.rs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub episode: Vec<Episode>,
 }
 
 impl Nemesis {
     /// The name of every fault the scenario injects, timeline first, repeats kept.
     pub fn fault_names(&self) -> Vec<&'static str> {
-        let timeline = self.timeline.iter().map(|s| s.fault.name());
-        let random = self.random.iter().flat_map(|r| r.faults.iter().map(Fault::name));
-        timeline.chain(random).collect()
+        self.faults().map(Fault::name).collect()
     }
 
     /// Whether any fault moves a clock: the backend then runs its servers under libfaketime.
     pub fn moves_clocks(&self) -> bool {
+        self.faults().any(|f| f.action().moves_clocks())
+    }
+
+    /// Every fault the scenario names: timeline, random, then episodes.
+    pub fn faults(&self) -> impl Iterator<Item = &Fault> {
         let random = self.random.iter().flat_map(|r| r.faults.iter());
-        self.timeline.iter().map(|s| &s.fault).chain(random).any(|f| f.action().moves_clocks())
+        self.timeline.iter().map(|s| &s.fault).chain(random).chain(self.episode.iter().map(|e| &e.fault))
+    }
+
+    /// Each fault with its target as written (an episode's once per target), for the places
+    /// that judge what a scenario injects (the matrix's failure, the article's table).
+    pub fn faults_on_targets(&self) -> Vec<(&Fault, &Target)> {
+        let timeline = self.timeline.iter().map(|s| (&s.fault, &s.target));
+        let random = self.random.iter().flat_map(|r| r.faults.iter().map(move |f| (f, &r.target)));
+        let episodes = self.episode.iter().flat_map(|e| e.target.iter().map(move |t| (&e.fault, t)));
+        timeline.chain(random).chain(episodes).collect()
     }
 }
 
@@ -44,9 +61,16 @@ pub struct TimelineStep {
     /// Only this client's events fire the trigger (`client-K`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by: Option<Target>,
+    /// Fire this long after the trigger's event (its own time), not at once.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub after_trigger_ms: u64,
     /// `fault = "name"` and its parameters, written beside the step's own fields.
     #[serde(flatten)]
     pub fault: Fault,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// A step as written: its own fields, the fault's name, and every other field, which are the
@@ -60,6 +84,8 @@ struct StepAsWritten {
     when: Option<Trigger>,
     #[serde(default)]
     by: Option<Target>,
+    #[serde(default)]
+    after_trigger_ms: u64,
     fault: String,
     #[serde(flatten)]
     params: toml::Table,
@@ -68,8 +94,97 @@ struct StepAsWritten {
 impl<'de> Deserialize<'de> for TimelineStep {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = StepAsWritten::deserialize(d)?;
-        let fault = Fault::from_params(&s.fault, s.params).map_err(|e| serde::de::Error::custom(param_error(&e.field, &e.message)))?;
-        Ok(TimelineStep { at_ms: s.at_ms, target: s.target, duration_ms: s.duration_ms, when: s.when, by: s.by, fault })
+        let fault = fault_of(&s.fault, s.params)?;
+        Ok(TimelineStep {
+            at_ms: s.at_ms,
+            target: s.target,
+            duration_ms: s.duration_ms,
+            when: s.when,
+            by: s.by,
+            after_trigger_ms: s.after_trigger_ms,
+            fault,
+        })
+    }
+}
+
+fn fault_of<E: serde::de::Error>(name: &str, params: toml::Table) -> Result<Fault, E> {
+    Fault::from_params(name, params).map_err(|e| E::custom(param_error(&e.field, &e.message)))
+}
+
+/// One episode of `[[nemesis.episode]]`: once the episode before it has settled (or from the
+/// workload's start, for the first), it waits for its trigger, then `after_trigger_ms`, injects its
+/// fault on each target at once, heals it after `duration_ms`, and settles: the next episode
+/// is due once some client is granted the lock on an acquire sent after the heal, or when the
+/// run's stuck bound has passed since the heal. A run whose scenario has episodes ends its
+/// workload once the last one has settled (or at its time limit).
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct Episode {
+    /// What the clients must do for the episode to fire; none: at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub when: Option<Trigger>,
+    /// Only this client's events fire the trigger (`client-K`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<Target>,
+    /// Fire this long after the trigger's event.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub after_trigger_ms: u64,
+    /// Who the fault hits: one target, or several at once (`["n1", "n2", "n3"]`: a majority).
+    #[serde(serialize_with = "one_or_many::serialize")]
+    pub target: Vec<Target>,
+    pub duration_ms: u64,
+    #[serde(flatten)]
+    pub fault: Fault,
+}
+
+#[derive(Deserialize)]
+struct EpisodeAsWritten {
+    #[serde(default)]
+    when: Option<Trigger>,
+    #[serde(default)]
+    by: Option<Target>,
+    #[serde(default)]
+    after_trigger_ms: u64,
+    #[serde(deserialize_with = "one_or_many::deserialize")]
+    target: Vec<Target>,
+    duration_ms: u64,
+    fault: String,
+    #[serde(flatten)]
+    params: toml::Table,
+}
+
+impl<'de> Deserialize<'de> for Episode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let e = EpisodeAsWritten::deserialize(d)?;
+        let fault = fault_of(&e.fault, e.params)?;
+        Ok(Episode { when: e.when, by: e.by, after_trigger_ms: e.after_trigger_ms, target: e.target, duration_ms: e.duration_ms, fault })
+    }
+}
+
+/// `target = "n1"` or `target = ["n1", "n2"]`.
+mod one_or_many {
+    use crate::target::Target;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Target>, D::Error> {
+        // Read as a value first: an untagged enum's own error would hide a bad target's words.
+        let value = toml::Value::deserialize(d)?;
+        let targets = match value {
+            toml::Value::Array(items) => {
+                items.into_iter().map(|v| Target::deserialize(v).map_err(serde::de::Error::custom)).collect::<Result<Vec<_>, _>>()?
+            }
+            other => vec![Target::deserialize(other).map_err(serde::de::Error::custom)?],
+        };
+        if targets.is_empty() {
+            return Err(serde::de::Error::custom("names no target"));
+        }
+        Ok(targets)
+    }
+
+    pub fn serialize<S: Serializer>(targets: &[Target], s: S) -> Result<S::Ok, S::Error> {
+        match targets {
+            [one] => one.serialize(s),
+            many => many.serialize(s),
+        }
     }
 }
 
@@ -87,10 +202,15 @@ pub(super) fn split_param_error(message: &str) -> Option<(&str, &str)> {
     Some((field, rest))
 }
 
-/// A condition on the clients' live history that a step waits for.
-#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+/// A condition on the clients' live history that a step waits for: the lock's events, in the
+/// order a round meets them. The client whose event fires the trigger is the step's `holder`
+/// (or, for `waiting`, its `waiter`).
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, strum::EnumIter, strum::IntoStaticStr)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Trigger {
+    /// Some client has sent its acquire and waits while another client holds the lock.
+    Waiting,
     /// Some client's acquire has just returned ok (it holds the lock, has not released it).
     Acquired,
     /// Some client is inside its critical section (read done, write not yet sent).
@@ -98,6 +218,18 @@ pub enum Trigger {
     /// Some client has just checked that its lock is still valid and is about to write
     /// (needs `workload.check_before_write`).
     AfterCheck,
+    /// Some holder has just sent a renewal (needs `lock.renew_ms`).
+    RenewSent,
+    /// Some holder has just sent its write to the resource.
+    WriteSent,
+    /// Some holder has just sent its release.
+    ReleaseSent,
+}
+
+impl Trigger {
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]

@@ -80,28 +80,16 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
     let limit_ms = s.time_limit_secs * 1000;
     for (i, step) in s.nemesis.timeline.iter().enumerate() {
         let field = |name: &str| format!("nemesis.timeline[{i}].{name}");
-        match (&step.by, step.when) {
-            (Some(by @ Target::Client(_)), Some(_)) => check_client(field("by"), by)?,
-            (Some(_), Some(_)) => return fail(&field("by"), "must name a client (client-K)".into()),
-            (Some(_), None) => return fail(&field("by"), "needs `when`: the trigger that this client's events fire".into()),
-            (None, _) => {}
-        }
-        if step.when == Some(Trigger::AfterCheck) && !s.workload.check_before_write {
-            return fail(&field("when"), "after-check needs `workload.check_before_write = true`".into());
-        }
-        check_client(field("target"), &step.target)?;
-        if step.target == Target::HolderMember && !s.lock.one_member_each {
-            return fail(
-                &field("target"),
-                "holder-member needs `lock.one_member_each = true` (otherwise a client talks to any member)".into(),
-            );
-        }
-        for (j, t) in step.fault.action().members().into_iter().enumerate() {
-            check_client(format!("{}[{j}]", field("from")), t)?;
-        }
-        step.fault.action().check(&step.target).map_err(|(name, msg)| (field(name), msg))?;
+        check_step(s, &field, step.when, step.by.as_ref(), std::slice::from_ref(&step.target), &step.fault)?;
         if check_times && step.at_ms >= limit_ms {
             return fail(&field("at_ms"), format!("{} is not before the time limit ({limit_ms} ms)", step.at_ms));
+        }
+    }
+    for (i, episode) in s.nemesis.episode.iter().enumerate() {
+        let field = |name: &str| format!("nemesis.episode[{i}].{name}");
+        check_step(s, &field, episode.when, episode.by.as_ref(), &episode.target, &episode.fault)?;
+        if episode.duration_ms == 0 {
+            return fail(&field("duration_ms"), "must be at least 1".into());
         }
     }
     if let Some(r) = &s.nemesis.random {
@@ -117,6 +105,55 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
                 return fail(&format!("nemesis.random.{field}"), format!("min {lo} is above max {hi}"));
             }
         }
+    }
+    Ok(())
+}
+
+/// The rules of one step, timeline or episode: its trigger and who fires it, its targets (an
+/// episode's several), and its fault's own rules. `field` names a field of the step.
+fn check_step(
+    s: &Scenario,
+    field: &dyn Fn(&str) -> String,
+    when: Option<Trigger>,
+    by: Option<&Target>,
+    targets: &[Target],
+    fault: &crate::faults::Fault,
+) -> Result<(), (String, String)> {
+    let fail = |name: &str, msg: String| Err((field(name), msg));
+    let check_client = |field: String, t: &Target| match t {
+        Target::Client(k) if *k > s.clients => Err((field, format!("target client-{k} but the scenario has {} clients", s.clients))),
+        _ => Ok(()),
+    };
+    match (by, when) {
+        (Some(by @ Target::Client(_)), Some(_)) => check_client(field("by"), by)?,
+        (Some(_), Some(_)) => return fail("by", "must name a client (client-K)".into()),
+        (Some(_), None) => return fail("by", "needs `when`: the trigger that this client's events fire".into()),
+        (None, _) => {}
+    }
+    let needs = match when {
+        Some(Trigger::AfterCheck) if !s.workload.check_before_write => Some("after-check needs `workload.check_before_write = true`"),
+        Some(Trigger::RenewSent) if s.lock.renew_ms == 0 => Some("renew-sent needs `lock.renew_ms` (clients that renew)"),
+        Some(Trigger::Waiting) if s.clients < 2 => Some("waiting needs at least 2 clients (one waits while another holds)"),
+        _ => None,
+    };
+    if let Some(why) = needs {
+        return fail("when", why.into());
+    }
+    for target in targets {
+        check_client(field("target"), target)?;
+        if *target == Target::HolderMember && !s.lock.one_member_each {
+            return fail("target", "holder-member needs `lock.one_member_each = true` (otherwise a client talks to any member)".into());
+        }
+        if *target == Target::Waiter && when.is_some_and(|w| w != Trigger::Waiting) {
+            return fail("target", "waiter is the client that fires `when = \"waiting\"`: it takes no other trigger".into());
+        }
+        if *target == Target::Waiter && s.clients < 2 {
+            return fail("target", "waiter needs at least 2 clients (one waits while another holds)".into());
+        }
+        fault.action().check(target).map_err(|(name, msg)| (field(name), msg))?;
+    }
+    for (j, t) in fault.action().members().into_iter().enumerate() {
+        check_client(format!("{}[{j}]", field("from")), t)?;
     }
     Ok(())
 }

@@ -33,6 +33,26 @@ const BAD: &[(&str, &str, &str)] = &[
         "f.toml:3: field 'backend': unknown variant `zookeeper`, expected one of `redis-single`, `redlock`, `redis-sentinel`, `etcd`",
     ),
     (
+        "a waiter fired by another trigger",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.episode]]\nwhen = \"acquired\"\nfault = \"pause\"\ntarget = \"waiter\"\nduration_ms = 1\n",
+        "f.toml:8: field 'nemesis.episode[0].target': waiter is the client that fires `when = \"waiting\"`: it takes no other trigger",
+    ),
+    (
+        "renew-sent without renewals",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.episode]]\nwhen = \"renew-sent\"\nfault = \"pause\"\ntarget = \"holder\"\nduration_ms = 1\n",
+        "f.toml:6: field 'nemesis.episode[0].when': renew-sent needs `lock.renew_ms` (clients that renew)",
+    ),
+    (
+        "an episode on a node the backend lacks",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"etcd\"\n\n[[nemesis.episode]]\nfault = \"kill\"\ntarget = [\"n1\", \"n4\"]\nduration_ms = 1\n",
+        "f.toml:7: field 'nemesis.episode[0].target': target n4 but the etcd backend has 3 node(s)",
+    ),
+    (
+        "an episode with no target",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"etcd\"\n\n[[nemesis.episode]]\nfault = \"kill\"\ntarget = []\nduration_ms = 1\n",
+        "f.toml:7: field 'nemesis.episode[0].target': names no target",
+    ),
+    (
         "bad expectation",
         "description = \"d\"\nexpect = \"maybe\"\nbackend = \"redis-single\"\n",
         "f.toml:2: field 'expect': unknown variant `maybe`, expected `violation` or `safe`",
@@ -45,7 +65,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "malformed target",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"pause\"\ntarget = \"node\"\nduration_ms = 1\n",
-        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K`, `nK` (K from 1), `holder`, `holder-member`, `leader`, `nodes`, `random-client` or `random-node`",
+        "f.toml:8: field 'nemesis.timeline[0].target': unknown target `node`, expected `client-K`, `nK` (K from 1), `holder`, `waiter`, `holder-member`, `leader`, `nodes`, `random-client` or `random-node`",
     ),
     (
         "node beyond the backend's nodes",
@@ -55,7 +75,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "unknown trigger",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"kill\"\ntarget = \"n1\"\nduration_ms = 1\nwhen = \"later\"\n",
-        "f.toml:10: field 'nemesis.timeline[0].when': unknown variant `later`, expected one of `acquired`, `in-section`, `after-check`",
+        "f.toml:10: field 'nemesis.timeline[0].when': unknown variant `later`, expected one of `waiting`, `acquired`, `in-section`, `after-check`, `renew-sent`, `write-sent`, `release-sent`",
     ),
     (
         "partition without `from`",

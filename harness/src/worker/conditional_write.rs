@@ -42,7 +42,7 @@ pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyh
     };
     let t = db.op_timeout;
     let mut rows_made: HashSet<String> = HashSet::new();
-    while rec.clock.now() < config.stop_at {
+    while config.running(rec.clock.now()) {
         let key = if w.keys > 1 { format!("{}-{}", w.key, rec.rng.random_range(1..=w.keys)) } else { key.clone() };
         rec.key = key.clone();
         let round_ends = Instant::now() + Duration::from_millis(config.lock.acquire_timeout_ms);
@@ -64,7 +64,7 @@ pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyh
             }
             match attempt(config, rec, s, &key, check_version, t).await? {
                 Attempt::Applied => break,
-                Attempt::Conflict if Instant::now() < round_ends && rec.clock.now() < config.stop_at => continue,
+                Attempt::Conflict if Instant::now() < round_ends && config.running(rec.clock.now()) => continue,
                 Attempt::Conflict => break,
                 Attempt::Broken => {
                     db.reset();

@@ -37,6 +37,14 @@ pub struct WorkerConfig {
     pub program: Option<ProgramSpec>,
 }
 
+impl WorkerConfig {
+    /// Whether a new round may start at run time `now_ns`: before the stop time, and unless the
+    /// run asked the worker to end (`super::END_SIGNAL`).
+    pub fn running(&self, now_ns: u64) -> bool {
+        now_ns < self.stop_at && !super::end_asked()
+    }
+}
+
 /// The `[workload]` table: what each client does in a round.
 #[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]

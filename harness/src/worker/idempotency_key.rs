@@ -50,7 +50,7 @@ pub async fn run(config: &WorkerConfig, addr: &str, db: &mut Db, rec: &mut Recor
     let t = db.op_timeout;
     // Set up: the counter's row, and what a dead predecessor left in the outbox.
     let mut pending: Option<String> = loop {
-        if rec.clock.now() >= config.stop_at {
+        if !config.running(rec.clock.now()) {
             return Ok(());
         }
         match set_up(db, &config.workload.key, slot).await {
@@ -65,7 +65,7 @@ pub async fn run(config: &WorkerConfig, addr: &str, db: &mut Db, rec: &mut Recor
     // A predecessor's operation may have been applied already, whatever this process hears.
     let inherited = pending.clone();
     let mut n = 0u64;
-    while rec.clock.now() < config.stop_at {
+    while config.running(rec.clock.now()) {
         let op = pending.take().unwrap_or_else(|| {
             n += 1;
             format!("{}-p{}-{n}", config.client, config.process)
@@ -138,7 +138,7 @@ async fn deliver_until_acknowledged(
     let mut maybe_applied = redelivery;
     let mut next_send = Instant::now();
     loop {
-        let may_send = !acknowledged && rec.clock.now() < config.stop_at;
+        let may_send = !acknowledged && config.running(rec.clock.now());
         if may_send && Instant::now() >= next_send && in_flight.len() < MAX_IN_FLIGHT {
             if sent == 0 {
                 rec.record(EventType::Invoke, "apply", |e| e.op = Some(op.to_string()))?;

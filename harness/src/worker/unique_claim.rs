@@ -32,13 +32,13 @@ pub async fn run(config: &WorkerConfig, db: &mut Db, rec: &mut Recorder) -> anyh
     let mut row_made = false;
     // The first job due from now on.
     let mut job = rec.clock.now().div_ceil(every_ns).max(1);
-    while rec.clock.now() < config.stop_at {
+    while config.running(rec.clock.now()) {
         let due = job * every_ns;
         let now = rec.clock.now();
         if now < due {
             tokio::time::sleep(Duration::from_nanos(due - now)).await;
         }
-        if rec.clock.now() >= config.stop_at {
+        if !config.running(rec.clock.now()) {
             break;
         }
         let s = match db.session().await {
