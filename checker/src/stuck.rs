@@ -176,6 +176,60 @@ impl Stuck {
     }
 }
 
+impl StuckStretch {
+    /// The stretch in a sentence: "from 12.3 s to 27.9 s (15.6 s) the lock was free and nobody
+    /// was granted it while clients 1, 2 asked; it began when client 1's release failed
+    /// (connection reset); it ended when client 2 was granted it".
+    pub fn in_words(&self) -> String {
+        let who = match self.waiting.as_slice() {
+            [] => "nobody".to_string(),
+            [p] => format!("client {p}"),
+            many => format!("clients {}", many.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
+        };
+        let began = match (self.freed_by, &self.last_holder, &self.healed_fault) {
+            (FreedBy::Start, ..) => "at the start, before anyone held it".to_string(),
+            (FreedBy::FaultHealed, holder, fault) => {
+                let fault = fault.as_ref().map_or("a fault".to_string(), |f| match &f.node {
+                    Some(node) => format!("{} on {node}", f.f),
+                    None => f.f.clone(),
+                });
+                match holder {
+                    Some(h) => format!("when {fault} was healed (before that, at {}, {})", secs(h.at_ns), h.in_words()),
+                    None => format!("when {fault} was healed"),
+                }
+            }
+            (_, Some(h), _) => format!("when {}", h.in_words()),
+            (_, None, _) => "when its last hold ended".to_string(),
+        };
+        let ended = match (self.ended_by, self.granted_to) {
+            (StretchEnd::Grant, Some(p)) => format!("it ended when client {p} was granted it"),
+            (StretchEnd::Grant, None) => "it ended with a grant".to_string(),
+            (StretchEnd::FaultStarted, _) => "it ended when a fault started".to_string(),
+            (StretchEnd::EndOfHistory, _) => "it lasted to the end of the history".to_string(),
+        };
+        format!(
+            "from {} to {} ({}) the lock was free and nobody was granted it while {who} asked; it began {began}; {ended}",
+            secs(self.from_ns),
+            secs(self.to_ns),
+            secs(self.to_ns - self.from_ns)
+        )
+    }
+}
+
+impl HoldEnding {
+    /// "client 1's release failed (connection reset)"
+    pub fn in_words(&self) -> String {
+        match self.ended {
+            HoldEnd::ReleaseOk => format!("client {}'s release reported success but the lock stayed taken", self.process),
+            HoldEnd::ReleaseFailed => match &self.error {
+                Some(e) => format!("client {}'s release failed ({e})", self.process),
+                None => format!("client {}'s release failed", self.process),
+            },
+            HoldEnd::HolderGone => format!("client {} stopped while holding it: no release, no more events", self.process),
+        }
+    }
+}
+
 struct Hold<'a> {
     process: u64,
     start: u64,
@@ -673,6 +727,27 @@ mod tests {
         assert_eq!((st.from_ns, st.freed_by), (s(3000), FreedBy::FaultHealed));
         assert_eq!(st.healed_fault, Some(FaultRef { f: "kill".into(), node: Some("client-1".into()) }));
         assert_eq!(st.last_holder.as_ref().map(|h| (h.process, h.ended, h.at_ns)), Some((1, HoldEnd::HolderGone, s(1000))));
+    }
+
+    #[test]
+    fn a_stretch_reads_as_a_sentence() {
+        let mut h = H::default();
+        h.call(1, "acquire", 0, 10, Ok).call(1, "release", 2000, 2100, Info).refused(2, 50, 13_000).refused(3, 300, 13_000);
+        h.0[3].error = Some("connection reset".into());
+        h.call(2, "acquire", 13_000, 14_000, Ok).call(2, "release", 14_100, 14_110, Ok);
+        assert_eq!(
+            h.check().stretches[0].in_words(),
+            "from 2.1 s to 14.0 s (11.9 s) the lock was free and nobody was granted it while clients 2, 3 asked; \
+             it began when client 1's release failed (connection reset); it ended when client 2 was granted it"
+        );
+        let mut h = H::default();
+        killed_holder(&mut h).fault(1500, "kill", "client-1", "start", None).fault(3000, "kill", "client-1", "stop", None);
+        assert_eq!(
+            h.check().stretches[0].in_words(),
+            "from 3.0 s to 20.0 s (17.0 s) the lock was free and nobody was granted it while clients 2, 3 asked; \
+             it began when kill on client-1 was healed (before that, at 1.0 s, client 1 stopped while holding it: no release, \
+             no more events); it lasted to the end of the history"
+        );
     }
 
     #[test]
