@@ -15,6 +15,7 @@ mod line_error;
 pub mod linearizability;
 pub mod parse;
 pub mod resource_safety;
+pub mod stuck;
 pub mod verdict;
 
 pub use availability::{acquire_outcomes, check_availability, AcquireOutcome, Availability, FreedAfterKill, Percentiles};
@@ -27,6 +28,7 @@ pub use parse::{
     ParsedHistory,
 };
 pub use resource_safety::{check_resource_safety, Interleaving, ResourceSafety, WriteRef};
+pub use stuck::{check_stuck, FaultRef, FreedBy, HoldEnd, HoldEnding, StretchEnd, Stuck, StuckStretch};
 pub use verdict::Verdict;
 
 use serde::{Deserialize, Serialize};
@@ -41,11 +43,14 @@ pub struct CheckOptions {
     /// Also check linearizability against this model, with this time budget (informational in
     /// the outcome; the harness checks its runs' acquire/release against the mutex model).
     pub linearizability: Option<(linearizability::ModelKind, std::time::Duration)>,
+    /// How long the lock may stay free without a grant while clients ask before it counts as
+    /// stuck ([`stuck`]).
+    pub stuck_bound: std::time::Duration,
 }
 
 impl Default for CheckOptions {
     fn default() -> Self {
-        CheckOptions { max_evidence: resource_safety::DEFAULT_MAX_EVIDENCE, linearizability: None }
+        CheckOptions { max_evidence: resource_safety::DEFAULT_MAX_EVIDENCE, linearizability: None, stuck_bound: stuck::DEFAULT_BOUND }
     }
 }
 
@@ -64,7 +69,9 @@ impl Default for CheckOptions {
 ///   believing holders while the resource rejects the stale write (etcd with a paused holder
 ///   is expected "safe"). It is reported as evidence of why a violation happened;
 /// - not linearizability of the lock (mutex model) either, for the same reason: a lease lock
-///   that expires under a paused holder is not a linearizable mutex, fenced or not.
+///   that expires under a paused holder is not a linearizable mutex, fenced or not;
+/// - not stuck: it is liveness (the lock free and nobody granted it while clients asked), and
+///   the outcome is about safety.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct CheckResults {
     /// Combined over [`CheckResults::outcome_verdicts`]: invalid if any is invalid, else
@@ -78,6 +85,10 @@ pub struct CheckResults {
     pub holder_overlap: HolderOverlap,
     #[serde(default = "ExactlyOnce::not_checked")]
     pub exactly_once: ExactlyOnce,
+    /// Liveness: stretches in which the lock was free and nobody was granted it while clients
+    /// asked, past a bound. Informational.
+    #[serde(default = "Stuck::not_checked")]
+    pub stuck: Stuck,
     /// Measurements, no verdict: acquire success rate, latency, longest time without a grant.
     #[serde(default)]
     pub availability: Availability,
@@ -114,6 +125,7 @@ impl CheckResults {
         ]
         .into_iter()
         .chain(self.exactly_once.applies.then_some(("exactly_once", self.exactly_once.verdict)))
+        .chain(self.stuck.applies.then_some(("stuck", self.stuck.verdict)))
         .chain(self.linearizability.as_ref().map(|l| ("linearizability", l.verdict())))
         .collect()
     }
@@ -143,6 +155,7 @@ pub fn check(events: &[Event], opts: &CheckOptions) -> CheckResults {
         fencing: check_fencing(events, opts.max_evidence),
         holder_overlap: check_holder_overlap(events, opts.max_evidence),
         exactly_once: check_exactly_once(events, opts.max_evidence),
+        stuck: check_stuck(events, opts.stuck_bound, opts.max_evidence),
         availability: check_availability(events),
         linearizability: opts.linearizability.map(|(model, timeout)| match linearizability::check(events, model, timeout) {
             Ok(l) => LinearizabilityCheck::Checked(l),
@@ -175,5 +188,38 @@ mod tests {
         let names: Vec<&str> = r.outcome_verdicts().iter().map(|(n, _)| *n).collect();
         assert_eq!(names, ["resource_safety"]);
         assert_eq!(r.verdicts().len(), 3);
+    }
+
+    #[test]
+    fn stuck_is_reported_when_clients_asked_and_never_decides_the_outcome() {
+        let op = |ms: u64, p: u64, kind: EventType, f: &str| Event::new(ms * 1_000_000, Process::Client(p), kind, f);
+        // Client 1's release fails; client 2 asks for 20 s and is never granted the lock.
+        let mut events = vec![op(0, 1, EventType::Invoke, "acquire"), op(10, 1, EventType::Ok, "acquire")];
+        events.extend([op(100, 1, EventType::Invoke, "release"), op(200, 1, EventType::Info, "release")]);
+        events.extend([op(300, 2, EventType::Invoke, "acquire"), op(20_300, 2, EventType::Fail, "acquire")]);
+        let mut opts = CheckOptions::default();
+        let r = check(&events, &opts);
+        assert_eq!(r.stuck.verdict, Verdict::Invalid);
+        assert!(r.verdicts().contains(&("stuck", Verdict::Invalid)));
+        assert!(!r.decides_outcome("stuck"));
+        assert!(r.outcome_verdicts().iter().all(|(name, _)| *name != "stuck"));
+        assert_ne!(r.outcome, Verdict::Invalid, "a stuck lock is no violation");
+
+        // The bound comes from the options: 20 s free at the end is too short to tell against 30 s.
+        opts.stuck_bound = std::time::Duration::from_secs(30);
+        let r = check(&events, &opts);
+        assert_eq!((r.stuck.verdict, r.stuck.bound_ms), (Verdict::Unknown, 30_000));
+
+        // Without an acquire the property is not listed.
+        assert!(check(&[op(0, 1, EventType::Invoke, "apply")], &opts).verdicts().iter().all(|(name, _)| *name != "stuck"));
+    }
+
+    #[test]
+    fn results_without_stuck_still_read() {
+        let mut old = serde_json::to_value(check(&[], &CheckOptions::default())).unwrap();
+        old.as_object_mut().unwrap().remove("stuck");
+        let read: CheckResults = serde_json::from_value(old).unwrap();
+        assert_eq!(read.stuck, Stuck::not_checked());
+        assert!(!read.stuck.applies);
     }
 }

@@ -235,7 +235,7 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
     let dir = RunDir::open(folder)?;
     let inputs = run_store::read_inputs(&dir.path)?;
     let (events, mut warnings) = dir.merge_history()?;
-    let check = checker::check(&events, &run_verdict::check_options(&events));
+    let check = checker::check(&events, &run_verdict::check_options(&events, run_verdict::stuck_bound(&inputs.effective)));
     // Interrupted: what it did not record might have broken the lock.
     let outcome = Outcome::of_verdict(run_verdict::vouched(check.outcome, true));
     let woke = if woken.is_empty() { String::new() } else { format!(", woke {} (stopped)", woken.join(", ")) };
@@ -244,7 +244,7 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
         chrono::Utc::now().to_rfc3339()
     ));
     let e = inputs.effective;
-    let claims = e.claims.check(&check.availability);
+    let claims = e.claims.check(&check);
     let results = RunResults {
         scenario: inputs.scenario,
         description: e.description,

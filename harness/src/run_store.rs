@@ -151,6 +151,18 @@ pub struct EffectiveScenario {
     pub time_limit_secs: u64,
     #[serde(default)]
     pub claims: results::Claims,
+    /// The scenario's stuck bound, when it gave one (`run_verdict::stuck_bound`).
+    #[serde(default)]
+    pub stuck_after_ms: Option<u64>,
+    /// What the stuck bound is derived from otherwise.
+    #[serde(default)]
+    pub lock: Option<EffectiveLock>,
+}
+
+/// The `[lock]` of a run's effective scenario, as far as its results need it.
+#[derive(Deserialize, Debug)]
+pub struct EffectiveLock {
+    pub ttl_ms: u64,
 }
 
 pub fn read_inputs(folder: &Path) -> anyhow::Result<RunInputs> {

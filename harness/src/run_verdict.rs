@@ -2,20 +2,39 @@
 //! (run/finalize.rs), `lockchaos clean` finishing a run whose lockchaos process is gone
 //! (orphans.rs), and `lockchaos check` on the folder.
 
-use crate::run_store::RunDir;
+use crate::run_store::{self, EffectiveScenario, RunDir};
 use checker::{CheckOptions, Event, Verdict};
 use results::RunResults;
+use std::path::Path;
+use std::time::Duration;
 
 /// How a run's history is checked: the lock properties decide; the lock as a mutex is
 /// informational (a lease lock under faults is not one), but it shows, porcupine-style, the
 /// first grant that no mutex could have made. A history without an acquire (the workloads
-/// without a lock) has no mutex to check.
-pub fn check_options(events: &[Event]) -> CheckOptions {
+/// without a lock) has no mutex to check. `stuck_bound` is the scenario's
+/// ([`crate::scenario::Scenario::stuck_bound`], or [`stuck_bound`] of a run folder).
+pub fn check_options(events: &[Event], stuck_bound: Duration) -> CheckOptions {
     let mut opts = CheckOptions::default();
+    opts.stuck_bound = stuck_bound;
     if events.iter().any(|e| e.f == "acquire" && e.process.client().is_some()) {
         opts.linearizability = Some((checker::linearizability::ModelKind::Mutex, std::time::Duration::from_secs(30)));
     }
     opts
+}
+
+/// The stuck bound a run's scenario gave it, from its run.json's `effective` scenario (the
+/// same rule as [`crate::scenario::Scenario::stuck_bound`]; without a TTL, the default).
+pub fn stuck_bound(effective: &EffectiveScenario) -> Duration {
+    crate::scenario::stuck_bound(effective.stuck_after_ms, effective.lock.as_ref().map_or(0, |l| l.ttl_ms))
+}
+
+/// The stuck bound of the run in `folder`: None for a folder without run.json (a bare
+/// history), an error when its run.json cannot be read.
+pub fn stuck_bound_of(folder: &Path) -> anyhow::Result<Option<Duration>> {
+    if !folder.join("run.json").exists() {
+        return Ok(None);
+    }
+    Ok(Some(stuck_bound(&run_store::read_inputs(folder)?.effective)))
 }
 
 /// The verdict a history supports. A cut-short run can show a violation, but cannot vouch
@@ -37,6 +56,27 @@ pub fn write(dir: &RunDir, results: &RunResults, events: &[Event]) -> anyhow::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_folder_gives_its_scenarios_stuck_bound() {
+        let folder = tempfile::tempdir().unwrap();
+        assert_eq!(stuck_bound_of(folder.path()).unwrap(), None, "a bare history's folder");
+        let run = |effective: serde_json::Value| {
+            let json = serde_json::json!({"run_id": "r", "scenario": "s", "started_at": "t", "seed": 1, "effective": effective});
+            std::fs::write(folder.path().join("run.json"), json.to_string()).unwrap();
+            stuck_bound_of(folder.path()).unwrap()
+        };
+        let base = serde_json::json!({"description": "d", "expect": "safe", "backend": "redis-single", "clients": 2, "time_limit_secs": 5});
+        let mut e = base.clone();
+        e["lock"] = serde_json::json!({"ttl_ms": 8000});
+        assert_eq!(run(e.clone()), Some(Duration::from_secs(24)), "three TTLs");
+        e["stuck_after_ms"] = 3000.into();
+        assert_eq!(run(e), Some(Duration::from_secs(3)), "the scenario's own");
+        assert_eq!(run(base), Some(checker::stuck::DEFAULT_BOUND), "an older run.json without either");
+        std::fs::write(folder.path().join("run.json"), "{").unwrap();
+        assert!(stuck_bound_of(folder.path()).is_err());
+        assert_eq!(check_options(&[], Duration::from_secs(7)).stuck_bound, Duration::from_secs(7));
+    }
 
     #[test]
     fn only_a_whole_run_vouches_for_safety() {

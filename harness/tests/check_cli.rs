@@ -241,3 +241,52 @@ fn jepsen_logs_are_read_by_extension_by_content_and_by_flag() {
     assert_eq!(code, Some(2), "{out}{err}");
     assert!(err.contains("bad.log:2") && err.contains("the value `[1 2`"), "{err}");
 }
+
+/// Client 1's release fails at 2 s; client 2 asks from 2.1 s and is refused at 14 s: the lock
+/// was free for 12 s with a client asking.
+#[test]
+fn the_stuck_property_is_printed_with_its_bound_from_the_flag_or_the_run_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ops = [
+        (1, "invoke", "acquire", 0u64),
+        (1, "ok", "acquire", 10),
+        (1, "invoke", "release", 1900),
+        (1, "info", "release", 2000),
+        (2, "invoke", "acquire", 2100),
+        (2, "fail", "acquire", 14_000),
+    ];
+    let lines: String = ops
+        .iter()
+        .enumerate()
+        .map(|(i, (p, kind, f, ms))| {
+            serde_json::json!({"index": i, "time": ms * 1_000_000, "process": p, "type": kind, "f": f, "key": "k"}).to_string() + "\n"
+        })
+        .collect();
+    let file = tmp.path().join("stuck.jsonl");
+    std::fs::write(&file, &lines).unwrap();
+
+    let (_, out, err) = lockchaos(&["check"], &file);
+    assert!(out.contains("stuck: invalid (informational) — stuck 1 time(s), longest 12000 ms, bound 10000 ms"), "{out}{err}");
+    assert!(out.contains("from 2.0 s to 14.0 s (12.0 s) the lock was free and nobody was granted it while client 2 asked; it began when client 1's release failed"), "{out}");
+
+    let stuck_of = |args: &[&str], path: &Path| {
+        let (_, out, err) = lockchaos(args, path);
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        assert_ne!(v["outcome"], "invalid", "stuck does not decide the outcome");
+        (v["properties"]["stuck"]["verdict"].as_str().unwrap().to_string(), v["properties"]["stuck"]["bound_ms"].as_u64().unwrap())
+    };
+    assert_eq!(stuck_of(&["check", "--json"], &file), ("invalid".into(), 10_000));
+    assert_eq!(stuck_of(&["check", "--json", "--stuck-after-ms", "20000"], &file), ("unknown".into(), 20_000));
+
+    // A run folder: its scenario's bound, from run.json; the flag still wins.
+    let run = tmp.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::write(run.join("history.jsonl"), &lines).unwrap();
+    let effective = serde_json::json!({"description": "d", "expect": "safe", "backend": "redis-single", "clients": 2,
+        "time_limit_secs": 20, "stuck_after_ms": 15_000, "lock": {"ttl_ms": 2000}});
+    let run_json = serde_json::json!({"run_id": "r", "scenario": "s", "started_at": "t", "seed": 1, "effective": effective});
+    std::fs::write(run.join("run.json"), run_json.to_string()).unwrap();
+    assert_eq!(stuck_of(&["check", "--json"], &run), ("unknown".into(), 15_000));
+    assert_eq!(stuck_of(&["check", "--json"], &run.join("history.jsonl")), ("unknown".into(), 15_000));
+    assert_eq!(stuck_of(&["check", "--json", "--stuck-after-ms", "5000"], &run), ("invalid".into(), 5000));
+}

@@ -15,6 +15,7 @@
 mod availability;
 mod linearizability_svg;
 mod plots;
+mod stuck;
 mod timeline;
 mod timeline_svg;
 mod violations;
@@ -36,6 +37,7 @@ pub fn render(results: &RunResults, history: &[Event]) -> String {
                     (header(results))
                     (properties(&results.properties))
                     (availability::section(&results.properties.availability, &results.claims))
+                    (stuck::section(&results.properties.stuck))
                     (violations::section(&results.properties, history))
                     (linearizability_section(&results.properties, history))
                     (timeline_section(results, history))
@@ -158,6 +160,7 @@ fn property_details(name: &str, c: &CheckResults) -> Markup {
         "fencing" => fencing_details(&c.fencing),
         "holder_overlap" => holder_overlap_details(&c.holder_overlap),
         "exactly_once" => exactly_once_details(&c.exactly_once),
+        "stuck" => stuck_details(&c.stuck),
         "linearizability" => match &c.linearizability {
             Some(checker::LinearizabilityCheck::Checked(l)) => linearizability_details(l),
             Some(checker::LinearizabilityCheck::NotChecked { error }) => {
@@ -258,6 +261,17 @@ fn exactly_once_details(o: &checker::ExactlyOnce) -> Markup {
     )
 }
 
+fn stuck_details(s: &checker::Stuck) -> Markup {
+    count_list(
+        &[
+            ("bound", format!("{} ms free without a grant while clients ask", s.bound_ms), false),
+            ("stuck stretches", s.stuck_stretches.to_string(), s.stuck_stretches > 0),
+            ("longest", format!("{:.0} ms", s.longest_stuck_ms), s.stuck_stretches > 0),
+        ],
+        &s.notes,
+    )
+}
+
 fn resource_safety_details(rs: &checker::ResourceSafety) -> Markup {
     // Violation counts are red only when non-zero, so a clean run reads calmly.
     html! {
@@ -323,7 +337,7 @@ fn timeline_section(r: &RunResults, history: &[Event]) -> Markup {
                 p { "No events were recorded: nothing to draw." }
             } @else {
                 @let model = timeline::Timeline::from_history(history, r.workers.iter().map(|w| w.process));
-                (timeline_svg::render(&model))
+                (timeline_svg::render(&model, &r.properties.stuck.stretches))
                 h3 { "Acquire latency and throughput" }
                 p class="note" { "Shaded: fault periods." }
                 div class="plots" { (plots::render(history, &model.faults)) }

@@ -153,7 +153,7 @@ fn availability_shows_a_killed_holder_and_the_claims_that_do_not_hold() {
     });
     let mut results = results_for(&history, Expectation::Violation);
     let claims: results::Claims = serde_json::from_str(r#"{"freed_after_ms": [100, 200], "unavailable_at_end": false}"#).unwrap();
-    results.claims = claims.check(&results.properties.availability);
+    results.claims = claims.check(&results.properties);
     results.matches_expectation = RunResults::matches(results.expect, results.outcome, &results.claims);
     assert!(!results.matches_expectation, "{:?}", results.claims);
     let page = run_report::render(&results, &history);

@@ -3,7 +3,7 @@
 //! gives up"), so a scenario can state the range its measurement must fall in, and a run
 //! matches only when every claim holds.
 
-use checker::Availability;
+use checker::{CheckResults, Verdict};
 use serde::{Deserialize, Serialize};
 
 /// The `[claims]` table of a scenario. Every field is optional; a run checks those given.
@@ -20,6 +20,11 @@ pub struct Claims {
     /// The lock was (true) or was not (false) still unavailable when the workload ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable_at_end: Option<bool>,
+    /// The lock got stuck (true) / did not (false): the checker's `stuck` property found a
+    /// stretch in which it was free, nobody was granted it and clients still asked past the
+    /// bound (invalid), or found none (valid). Unknown meets neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck: Option<bool>,
 }
 
 /// An inclusive range in milliseconds, written `[min, max]`.
@@ -69,8 +74,10 @@ pub struct ClaimCheck {
 }
 
 impl Claims {
-    /// Checks every claim given against a run's availability figures.
-    pub fn check(&self, a: &Availability) -> Vec<ClaimCheck> {
+    /// Checks every claim given against a run's properties: the availability figures, and the
+    /// stuck verdict.
+    pub fn check(&self, properties: &CheckResults) -> Vec<ClaimCheck> {
+        let a = &properties.availability;
         let mut checks = vec![];
         if let Some(bounds) = self.freed_after_ms {
             let claim = format!("freed_after_ms in {bounds}");
@@ -105,6 +112,27 @@ impl Claims {
                 met: claimed == a.unavailable_at_end,
             });
         }
+        if let Some(claimed) = self.stuck {
+            let stuck = &properties.stuck;
+            let measured = match stuck.verdict {
+                Verdict::Invalid => format!(
+                    "stuck {} time(s), the longest {:.0} ms (bound {} ms)",
+                    stuck.stuck_stretches, stuck.longest_stuck_ms, stuck.bound_ms
+                ),
+                Verdict::Valid if !stuck.applies => "no client asked for the lock".into(),
+                Verdict::Valid => format!("not stuck (bound {} ms)", stuck.bound_ms),
+                Verdict::Unknown => {
+                    format!("not known (bound {} ms): the history ends too soon after the lock became free", stuck.bound_ms)
+                }
+            };
+            let met = match stuck.verdict {
+                Verdict::Invalid => claimed,
+                Verdict::Valid => !claimed,
+                Verdict::Unknown => false,
+            };
+            let claim = if claimed { "the lock got stuck" } else { "the lock did not get stuck" };
+            checks.push(ClaimCheck { claim: claim.into(), measured, met });
+        }
         checks
     }
 }
@@ -112,31 +140,38 @@ impl Claims {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use checker::FreedAfterKill;
+    use checker::{Availability, CheckOptions, FreedAfterKill, Stuck};
 
     fn freed(ms: Option<f64>) -> FreedAfterKill {
         FreedAfterKill { client: "client-1".into(), killed_at_ns: 1, freed_after_ms: ms }
     }
 
+    /// A run's properties with these availability figures.
+    fn with(a: Availability) -> CheckResults {
+        let mut p = checker::check(&[], &CheckOptions::default());
+        p.availability = a;
+        p
+    }
+
     #[test]
     fn a_claim_holds_only_when_every_measurement_is_in_range() {
         let claims: Claims = parse(r#"{"freed_after_ms": [1500, 3500], "unavailable_at_end": false}"#);
-        let mut a = Availability { freed_after_kill: vec![freed(Some(2100.0))], ..Default::default() };
-        assert!(claims.check(&a).iter().all(|c| c.met), "{:?}", claims.check(&a));
+        let mut p = with(Availability { freed_after_kill: vec![freed(Some(2100.0))], ..Default::default() });
+        assert!(claims.check(&p).iter().all(|c| c.met), "{:?}", claims.check(&p));
 
-        a.freed_after_kill.push(freed(Some(3600.0)));
-        let checks = claims.check(&a);
+        p.availability.freed_after_kill.push(freed(Some(3600.0)));
+        let checks = claims.check(&p);
         assert!(!checks[0].met);
         assert_eq!(checks[0].measured, "2100 ms after client-1's kill, 3600 ms after client-1's kill");
 
-        a.freed_after_kill = vec![freed(None)];
-        assert!(!claims.check(&a)[0].met, "a lock never freed is not freed in time");
-        a.freed_after_kill.clear();
-        assert_eq!(claims.check(&a)[0].measured, "no client was killed");
-        assert!(!claims.check(&a)[0].met, "no measurement, no claim met");
+        p.availability.freed_after_kill = vec![freed(None)];
+        assert!(!claims.check(&p)[0].met, "a lock never freed is not freed in time");
+        p.availability.freed_after_kill.clear();
+        assert_eq!(claims.check(&p)[0].measured, "no client was killed");
+        assert!(!claims.check(&p)[0].met, "no measurement, no claim met");
 
-        a.unavailable_at_end = true;
-        assert!(!claims.check(&a)[1].met);
+        p.availability.unavailable_at_end = true;
+        assert!(!claims.check(&p)[1].met);
     }
 
     #[test]
@@ -145,9 +180,43 @@ mod tests {
         assert!(serde_json::from_str::<Claims>(r#"{"longest_gap_ms": [-1, 1]}"#).is_err());
         assert!(serde_json::from_str::<Claims>(r#"{"gap": [1, 2]}"#).unwrap_err().to_string().contains("unknown field"));
         let c: Claims = parse(r#"{"longest_gap_ms": [6000, 12000]}"#);
-        let a = Availability { longest_gap_ms: Some(8000.0), ..Default::default() };
-        assert_eq!(c.check(&a), [ClaimCheck { claim: "longest_gap_ms in 6000..12000 ms".into(), measured: "8000 ms".into(), met: true }]);
+        let p = with(Availability { longest_gap_ms: Some(8000.0), ..Default::default() });
+        assert_eq!(c.check(&p), [ClaimCheck { claim: "longest_gap_ms in 6000..12000 ms".into(), measured: "8000 ms".into(), met: true }]);
         assert_eq!(serde_json::to_string(&c).unwrap(), r#"{"longest_gap_ms":[6000.0,12000.0]}"#);
+    }
+
+    #[test]
+    fn a_stuck_claim_is_met_only_by_a_definite_verdict_that_agrees() {
+        let stuck: Claims = parse(r#"{"stuck": true}"#);
+        let not_stuck: Claims = parse(r#"{"stuck": false}"#);
+        let mut p = with(Availability::default());
+        p.stuck = Stuck { applies: true, bound_ms: 10_000, ..Stuck::not_checked() };
+        let met = |c: &Claims, p: &CheckResults| {
+            let checks = c.check(p);
+            assert_eq!(checks.len(), 1);
+            checks[0].met
+        };
+
+        p.stuck.verdict = Verdict::Invalid;
+        p.stuck.stuck_stretches = 2;
+        p.stuck.longest_stuck_ms = 15_600.0;
+        assert!(met(&stuck, &p) && !met(&not_stuck, &p));
+        assert_eq!(
+            stuck.check(&p)[0],
+            ClaimCheck {
+                claim: "the lock got stuck".into(),
+                measured: "stuck 2 time(s), the longest 15600 ms (bound 10000 ms)".into(),
+                met: true
+            }
+        );
+
+        p.stuck.verdict = Verdict::Valid;
+        assert!(!met(&stuck, &p) && met(&not_stuck, &p));
+        assert_eq!(not_stuck.check(&p)[0].measured, "not stuck (bound 10000 ms)");
+
+        p.stuck.verdict = Verdict::Unknown;
+        assert!(!met(&stuck, &p) && !met(&not_stuck, &p), "unknown meets neither claim");
+        assert_eq!(serde_json::to_string(&stuck).unwrap(), r#"{"stuck":true}"#);
     }
 
     fn parse(json: &str) -> Claims {

@@ -10,6 +10,9 @@
 //! history.jsonl can be checked too. When that run was cut short (interrupted, or it never
 //! finished) a valid verdict becomes unknown, as in its results.json: what it did not record
 //! might have broken the lock.
+//!
+//! The stuck property's bound is `--stuck-after-ms`, else the run folder's scenario's (its
+//! run.json), else the checker's default (10 s).
 
 use anyhow::Context;
 use checker::linearizability::{self, ModelKind};
@@ -43,6 +46,10 @@ pub struct Args {
     /// Print the results object as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// How long (ms) the lock may stay free without a grant while clients ask before the stuck
+    /// property calls it stuck (default: a run folder's scenario's bound, else 10000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    stuck_after_ms: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -51,7 +58,7 @@ struct CheckReport {
     events: usize,
     warnings: Vec<String>,
     outcome: Verdict,
-    /// The lock properties (resource safety, fencing, holder overlap).
+    /// The lock properties (resource safety, fencing, holder overlap, stuck, ...).
     properties: checker::CheckResults,
     linearizability: Option<linearizability::Linearizability>,
     /// Why the run of this folder cannot vouch for safety (it was cut short); then a valid
@@ -68,8 +75,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    let (file, parsed, cut_short) = read_input(&args.file, args.format)?;
-    let properties = checker::check(&parsed.events, &CheckOptions::default());
+    let (file, mut parsed, cut_short) = read_input(&args.file, args.format)?;
+    let mut check_options = CheckOptions::default();
+    let folders_bound = match (args.stuck_after_ms, run_folder(&args.file)) {
+        (None, Some(folder)) => run_verdict::stuck_bound_of(folder).unwrap_or_else(|e| {
+            parsed.warnings.push(format!("{e:#}: the stuck bound is the default"));
+            None
+        }),
+        _ => None,
+    };
+    check_options.stuck_bound = args.stuck_after_ms.map(Duration::from_millis).or(folders_bound).unwrap_or(checker::stuck::DEFAULT_BOUND);
+    let properties = checker::check(&parsed.events, &check_options);
     let mut opts = linearizability::Options::new(Duration::from_secs(args.timeout));
     opts.initial = args.initial.unwrap_or_default();
     let lin = args
@@ -97,6 +113,14 @@ fn parse_initial(s: &str) -> Result<serde_json::Value, String> {
     serde_json::from_str(s).map_err(|e| format!("not a JSON value ({e}); a string needs its quotes, e.g. --initial '\"\"'"))
 }
 
+/// The run folder `path` names: itself, or the folder of a history.jsonl.
+fn run_folder(path: &Path) -> Option<&Path> {
+    if path.is_dir() {
+        return Some(path);
+    }
+    path.parent().filter(|_| path.file_name().is_some_and(|n| n == "history.jsonl"))
+}
+
 /// The history to check, and why its run cannot vouch for safety, if it was cut short. A run
 /// folder is its parties' files merged (or its history.jsonl when it holds none); a run
 /// folder's history.jsonl stands for its run too.
@@ -105,8 +129,7 @@ fn read_input(path: &Path, format: Option<HistoryFormat>) -> anyhow::Result<(Pat
     // check holds a history file to the history rules (index order, paired completions).
     let read = |file: &Path| checker::read_history(file, format).map_err(|e| anyhow::anyhow!("{e}"));
     if !path.is_dir() {
-        let folder = path.parent().filter(|_| path.file_name().is_some_and(|n| n == "history.jsonl"));
-        return Ok((path.to_path_buf(), read(path)?, folder.and_then(run_store::cut_short)));
+        return Ok((path.to_path_buf(), read(path)?, run_folder(path).and_then(run_store::cut_short)));
     }
     let cut_short = run_store::cut_short(path);
     if run_store::party_files(path).is_empty() {
@@ -175,6 +198,26 @@ fn print_human(r: &CheckReport) {
             once.answered_from_record,
             once.claims_refused
         );
+    }
+    let stuck = &p.stuck;
+    if stuck.applies {
+        harness::print_line!(
+            "stuck: {}{} — stuck {} time(s), longest {:.0} ms, bound {} ms",
+            stuck.verdict,
+            decides("stuck"),
+            stuck.stuck_stretches,
+            stuck.longest_stuck_ms,
+            stuck.bound_ms
+        );
+        for st in &stuck.stretches {
+            harness::print_line!("  {}", st.in_words());
+        }
+        if stuck.evidence_omitted > 0 {
+            harness::print_line!("  and {} more", stuck.evidence_omitted);
+        }
+        for n in &stuck.notes {
+            harness::print_line!("  {n}");
+        }
     }
     if let Some(l) = &r.linearizability {
         let from = if l.initial.is_null() { String::new() } else { format!(", initial value {}", l.initial) };

@@ -44,7 +44,7 @@ pub fn check_and_report(
     if let Some(e) = &error {
         warnings.push(e.clone());
     }
-    let check = checker::check(&events, &crate::run_verdict::check_options(&events));
+    let check = checker::check(&events, &crate::run_verdict::check_options(&events, s.stuck_bound()));
     // A cut-short run can show a violation, but cannot vouch for safety.
     let mut outcome = Outcome::of_verdict(crate::run_verdict::vouched(check.outcome, interrupted));
     // A run whose faults did not all take effect did not test what the scenario claims, whatever
@@ -53,7 +53,7 @@ pub fn check_and_report(
         outcome = Outcome::Unknown;
     }
     let expect = s.expect;
-    let claims = s.claims.check(&check.availability);
+    let claims = s.claims.check(&check);
     let results = RunResults {
         scenario: ctx.loaded.name.clone(),
         description: s.description.clone(),

@@ -20,6 +20,7 @@ use crate::resource::ResourceParams;
 use crate::worker::Workload;
 pub use results::{Claims, Expectation};
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
@@ -39,6 +40,10 @@ pub struct Scenario {
     /// Seed for random schedules and worker jitter; a run without one draws one and records it.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// How long (ms, at least 1000) the lock may stay free without a grant while clients ask
+    /// before the checker calls it stuck; by default [`stuck_bound`] of the TTL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_after_ms: Option<u64>,
     #[serde(default)]
     pub lock: LockParams,
     #[serde(default)]
@@ -79,7 +84,24 @@ impl Scenario {
         };
         lock_backends::setup_for(self.backend, options)
     }
+
+    /// The bound of the checker's stuck property for this scenario's runs.
+    pub fn stuck_bound(&self) -> Duration {
+        stuck_bound(self.stuck_after_ms, self.lock.ttl_ms)
+    }
 }
+
+/// The stuck bound of a scenario with these fields (also read back from a run's run.json):
+/// `stuck_after_ms` when given, else three TTLs and at least 10 s, so a lock freed only when a
+/// leftover key expires is not called stuck.
+pub fn stuck_bound(stuck_after_ms: Option<u64>, ttl_ms: u64) -> Duration {
+    Duration::from_millis(stuck_after_ms.unwrap_or_else(|| ttl_ms.saturating_mul(3).max(DEFAULT_STUCK_AFTER_MS)))
+}
+
+/// The least stuck bound a scenario takes.
+pub const MIN_STUCK_AFTER_MS: u64 = 1000;
+/// The least bound [`stuck_bound`] derives from a TTL: the checker's default.
+pub const DEFAULT_STUCK_AFTER_MS: u64 = checker::stuck::DEFAULT_BOUND.as_millis() as u64;
 
 mod defaults {
     pub fn clients() -> u32 {

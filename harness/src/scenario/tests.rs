@@ -29,3 +29,13 @@ fn good_file_parses_with_defaults() {
     assert_eq!(s.lock.ttl_ms, 2000);
     assert_eq!(s.nemesis.timeline[0].target, Target::Client(2));
 }
+
+#[test]
+fn the_stuck_bound_is_the_scenarios_or_three_ttls_and_at_least_10_s() {
+    let mut s = parse(GOOD, Path::new("x.toml")).unwrap();
+    assert_eq!(s.stuck_bound(), std::time::Duration::from_secs(10), "3 x 2000 ms is below 10 s");
+    s.lock.ttl_ms = 5000;
+    assert_eq!(s.stuck_bound(), std::time::Duration::from_secs(15));
+    let s = parse(&format!("stuck_after_ms = 2500\n{GOOD}"), Path::new("x.toml")).unwrap();
+    assert_eq!(s.stuck_bound(), std::time::Duration::from_millis(2500));
+}

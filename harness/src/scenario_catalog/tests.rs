@@ -128,6 +128,16 @@ const BAD: &[(&str, &str, &str)] = &[
         "f.toml:7: field 'nemesis.timeline[0].fault': redis-single has no failover: it has no replica to promote",
     ),
     (
+        "a stuck bound below a second",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\nstuck_after_ms = 500\n",
+        "f.toml:4: field 'stuck_after_ms': 500 is below 1000 ms: a lock is not stuck for less",
+    ),
+    (
+        "a stuck claim without a lock",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"postgres-xact\"\n[workload]\nkind = \"unique-claim\"\n[claims]\nstuck = false\n",
+        "f.toml:7: field 'claims.stuck': the unique-claim workload takes no lock, so it cannot get stuck",
+    ),
+    (
         "renewal on etcd",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"etcd\"\n\n[lock]\nttl_ms = 2000\nrenew_ms = 500\n",
         "f.toml:7: field 'lock.renew_ms': etcd cannot renew on request: the etcd client keeps its lease alive by itself, every TTL/3",

@@ -1,6 +1,7 @@
 //! Draws a [`Timeline`] as inline SVG: one lane per client, holds as bars (red when two
 //! clients believed they held the lock at once), the resource's write decisions as ticks,
-//! faults as labelled bands across all lanes, seconds along the bottom.
+//! faults as labelled bands across all lanes, the stuck stretches the checker kept as
+//! dashed orange bands, seconds along the bottom.
 //!
 //! Size is bounded whatever the history's length: holds closer than a pixel merge into one
 //! bar, writes are drawn as one path per lane and kind with one tick per pixel column, and a
@@ -12,6 +13,7 @@
 
 use super::timeline::{FaultBand, Hold, Timeline, WriteMark};
 use super::{secs, F1};
+use checker::StuckStretch;
 use maud::{html, Markup};
 use std::collections::BTreeSet;
 
@@ -42,8 +44,9 @@ impl Scale {
     }
 }
 
-/// The SVG plus its legend and notes, ready to put in the page.
-pub(super) fn render(t: &Timeline) -> Markup {
+/// The SVG plus its legend and notes, ready to put in the page. `stuck`: the checker's stuck
+/// stretches (already bounded by its evidence limit).
+pub(super) fn render(t: &Timeline, stuck: &[StuckStretch]) -> Markup {
     let scale = Scale { end: t.end };
     let label_rows = label_rows(&t.faults[..t.faults.len().min(MAX_FAULTS)], &scale);
     let rows_used = label_rows.iter().max().map_or(0, |r| r + 1);
@@ -63,17 +66,18 @@ pub(super) fn render(t: &Timeline) -> Markup {
         div class="timeline-box" {
             svg class="timeline" viewBox={ "0 0 " (width) " " (height) } width=(width) height=(height) role="img"
                 aria-label="timeline of lock holds, writes and faults" {
+                (stuck_bands(stuck, &scale, lanes_top, lanes_h))
                 (faults)
                 (axis)
                 (lanes)
             }
         }
-        (legend())
+        (legend(!stuck.is_empty()))
         @for n in &notes { p class="note" { (n) } }
     }
 }
 
-fn legend() -> Markup {
+fn legend(stuck: bool) -> Markup {
     html! {
         p class="legend" {
             span class="sw hold" {} "lock held (as the client believed: acquire ok → release) "
@@ -82,6 +86,7 @@ fn legend() -> Markup {
             span class="sw w-ok" {} "write accepted by the resource (tooltip: token, value) "
             span class="sw w-fail" {} "write rejected "
             span class="sw fault" {} "fault active"
+            @if stuck { span class="sw stuck" {} "stuck: the lock free, nobody granted it, clients asking" }
         }
     }
 }
@@ -142,6 +147,17 @@ fn faults(t: &Timeline, scale: &Scale, rows: &[usize], top: f64, h: f64, notes: 
                 }
                 rect x=(F1(x0)) y=(F1(top)) width=(F1((scale.x(f.end) - x0).max(1.0))) height=(F1(h)) {}
                 text x=(F1(label_x(f, scale))) y=(F1(6.0 + LABEL_ROW_H * (*row as f64 + 1.0) - 3.0)) { (label) }
+            }
+        }
+    }
+}
+
+fn stuck_bands(stuck: &[StuckStretch], scale: &Scale, top: f64, h: f64) -> Markup {
+    html! {
+        @for st in stuck {
+            @let x0 = scale.x(st.from_ns);
+            rect class="stuck" x=(F1(x0)) y=(F1(top)) width=(F1((scale.x(st.to_ns) - x0).max(1.0))) height=(F1(h)) {
+                title { "stuck " (secs(st.from_ns)) "–" (secs(st.to_ns)) " s: " (st.in_words()) }
             }
         }
     }
