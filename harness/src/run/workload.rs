@@ -47,7 +47,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
     }
     let mut record = WorkloadRecord::default();
     let round_ms = s.workload.work_ms.max + s.workload.think_ms + 2 * s.workload.op_timeout_ms;
-    let timings = EpisodeTimings::from_stuck_bound(s.stuck_bound_ms(), round_ms);
+    let timings = EpisodeTimings::from_stuck_bound(s.stuck_bound().as_millis() as u64, round_ms);
     let log = EventLog::create(&ctx.dir.nemesis_events())?;
     let mut nemesis = Nemesis::new(plan, timings, log, ctx.clock, ctx.seed, s.clients, nodes);
     let workload_start = ctx.clock.now();

@@ -68,12 +68,6 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
 }
 
 impl Scenario {
-    /// How long the lock may stay free and unasked-for-nothing before the checker calls it
-    /// stuck: the larger of 3 × the TTL and 10 s.
-    pub fn stuck_bound_ms(&self) -> u64 {
-        (3 * self.lock.ttl_ms).max(10_000)
-    }
-
     /// The backend as this scenario runs it: under libfaketime when a fault moves clocks, with
     /// the scenario's persistence and server settings.
     pub fn backend_setup(&self) -> Box<dyn BackendSetup> {
