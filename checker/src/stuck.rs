@@ -17,8 +17,10 @@
 //! - A *stuck stretch* is a maximal free interval [from, to] without a grant (acquire ok) —
 //!   `from` is when it became free (the later of the end of the last hold, the heal of the last
 //!   fault, the first client event), `to` the next grant, the next fault's start, or the last
-//!   client event — that is longer than the bound and that some attempt overlaps after the
-//!   bound had passed ([from + bound, to]): somebody still wanted the lock by then.
+//!   client event — in which the lock was asked for (from `asked`: `from` if an attempt was
+//!   going then, else the first attempt's start) for longer than the bound without a grant, and
+//!   that some attempt overlaps after the bound had passed ([asked + bound, to]): somebody still
+//!   wanted the lock by then. A lock nobody asked for is not stuck, however long it was free.
 //!
 //! Each stretch says what freed the lock at `from` ([`FreedBy`]: the later of the last hold's
 //! end and the last heal; a hold wins a tie), the last hold that ended before it (so a stretch
@@ -405,6 +407,16 @@ impl<'a> Attempts<'a> {
         let n = self.by_start.partition_point(|a| a.start <= r);
         n > 0 && self.max_end[n - 1] >= l
     }
+
+    /// When the lock was first asked for within [from, to]: `from` if an attempt began before
+    /// and was still going, else the start of the first attempt after it (None: nobody asked).
+    fn first_asked(&self, from: u64, to: u64) -> Option<u64> {
+        let before = self.by_start.partition_point(|a| a.start <= from);
+        if before > 0 && self.max_end[before - 1] > from {
+            return Some(from);
+        }
+        self.by_start.get(before).map(|a| a.start).filter(|start| *start < to)
+    }
 }
 
 /// Checks the lock for stuck stretches longer than `bound`, keeping at most `max_evidence`.
@@ -434,7 +446,9 @@ pub fn check_stuck(events: &[Event], bound: Duration, max_evidence: usize) -> St
     let mut unsettled = None;
     for f in &free {
         let length = f.to - f.from;
-        let stuck = length > bound_ns && attempts.any_overlaps(f.from.saturating_add(bound_ns), f.to);
+        // Counted from when somebody asked: a lock nobody wanted for a while is not stuck.
+        let asked = attempts.first_asked(f.from, f.to);
+        let stuck = asked.is_some_and(|asked| f.to - asked > bound_ns && attempts.any_overlaps(asked.saturating_add(bound_ns), f.to));
         if !stuck {
             if f.ended.is_none() && length <= bound_ns {
                 unsettled = s.attempts.iter().any(|a| !a.granted && a.start <= f.to && a.end > f.from).then_some(f);
@@ -769,6 +783,20 @@ mod tests {
         assert_eq!(h.check().verdict, Verdict::Valid);
         // Asking once more at 12.5 s is still wanting it after the bound.
         h.call(2, "acquire", 12_500, 12_600, Fail);
+        assert_eq!(h.check().verdict, Verdict::Invalid);
+    }
+
+    #[test]
+    fn a_lock_nobody_asked_for_is_not_stuck_however_long_it_was_free() {
+        // Free from 2 s; nobody asks until 19.9 s, and that ask is granted at once.
+        let mut h = H::default();
+        h.call(1, "acquire", 0, 10, Ok).call(1, "release", 1990, 2000, Ok).call(2, "acquire", 19_900, 19_901, Ok);
+        h.call(2, "release", 19_950, 19_960, Ok);
+        assert_eq!(h.check().verdict, Verdict::Valid, "{:?}", h.check());
+        // Asked from 5 s on, granted only at 19.9 s: stuck.
+        let mut h = H::default();
+        h.call(1, "acquire", 0, 10, Ok).call(1, "release", 1990, 2000, Ok).refused(2, 5000, 19_800).call(2, "acquire", 19_850, 19_901, Ok);
+        h.call(2, "release", 19_950, 19_960, Ok);
         assert_eq!(h.check().verdict, Verdict::Invalid);
     }
 
