@@ -6,7 +6,19 @@ successful SET took.
 
 Backend: redis-single. Reads config.host, config.port; lock.ttl_ms, lock.retry_ms.
 Capabilities: renew (Lock.reacquire()).
+
+  --no-timeout   client.lock(name, timeout=None): a lock with no expiry, as redis-py makes it by
+                 default. do_acquire then sends SET NX with no PX, so the key lives until a
+                 release deletes it; lock.ttl_ms is not used, acquire_ok has no validity_ms,
+                 and there is no renew (reacquire() refuses a lock with no timeout).
+                 In 4.3.4 Lock.release() clears the token it kept (self.local.token = None)
+                 before do_release() sends the release script, so a release whose round trip
+                 fails on a connection error (answered `info`) leaves the key in Redis with no
+                 expiry, and the Lock can no longer release it ("Cannot release an unlocked
+                 lock"): nobody is granted the lock again. redis-py 8.2.0 keeps the token until
+                 the script answers.
 """
+import sys
 import time
 
 import redis
@@ -15,12 +27,13 @@ from redis.exceptions import LockError, LockNotOwnedError
 import redis_io
 from protocol_io import Fail, Info, log, ms_since, serve
 
+NO_TIMEOUT = "--no-timeout" in sys.argv[1:]
 
 
 class Client:
     def __init__(self, req):
         cfg, lock = req["config"], req["lock"]
-        self.ttl_s = int(lock.get("ttl_ms", 2000)) / 1000
+        self.ttl_s = None if NO_TIMEOUT else int(lock.get("ttl_ms", 2000)) / 1000
         self.retry_s = int(lock.get("retry_ms", 50)) / 1000
         self.r = redis_io.client(cfg)
         self.lock = None  # the redis.lock.Lock we hold (or believe we hold)
@@ -45,6 +58,8 @@ class Client:
         if not got:
             raise Fail(f"lock held by another client for {req['timeout_ms']} ms")
         self.lock = lock
+        if lock.timeout is None:  # SET NX without PX: the key never expires
+            return {"type": "acquire_ok", "token": None}
         px = int(lock.timeout * 1000)  # what do_acquire sent as PX
         return {"type": "acquire_ok", "token": None, "validity_ms": max(0, px - ms_since(last_try[0]))}
 
@@ -73,6 +88,8 @@ class Client:
 
     def release(self, req):
         lock = self.held(req["key"])
+        # Dropped whatever happens: after Lock.release() raised, 4.3.4's Lock has already
+        # forgotten its token and could not release the key again anyway.
         self.lock = None
         redis_io.connected(self.r)
         try:
@@ -90,7 +107,10 @@ class Client:
 
 def init(req):
     c = Client(req)
-    log(f"redis_py_lock: {req['client']} -> {req['config'].get('host')}:{req['config'].get('port')}")
+    expiry = "no expiry (--no-timeout)" if c.ttl_s is None else f"timeout {c.ttl_s}s"
+    log(f"redis_py_lock: {req['client']} -> {req['config'].get('host')}:{req['config'].get('port')}, {expiry}")
+    if c.ttl_s is None:
+        return [], {"acquire": c.acquire, "release": c.release}
     return ["renew"], {"acquire": c.acquire, "release": c.release, "renew": c.renew}
 
 
