@@ -34,6 +34,29 @@ pub enum Event {
     RunFailed { scenario: Arc<LoadedScenario>, iteration: u32, runs: u32, error: String, dir: Option<PathBuf> },
     /// The series of one scenario is over (all runs done, or stopped by an error).
     SeriesFinished { scenario: Arc<LoadedScenario> },
+    /// What an explore campaign is doing, with its counts so far.
+    Explore(ExploreNote),
+}
+
+/// A line of an explore campaign's progress.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExploreNote {
+    pub phase: ExplorePhase,
+    pub text: String,
+    /// Search runs finished, faults injected by them, distinct failures found.
+    pub runs: u64,
+    pub faults: u64,
+    pub found: u64,
+}
+
+/// Where an explore campaign is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+pub enum ExplorePhase {
+    Search,
+    Shrink,
+    Confirm,
+    Done,
 }
 
 /// The stages of one run, in order.

@@ -11,6 +11,7 @@ pub mod clock;
 pub mod containers;
 pub mod event_log;
 pub mod events;
+pub mod explore;
 pub mod faults;
 pub mod hosts;
 pub mod libfaketime;

@@ -6,6 +6,7 @@
 //! results.json files of older runs still read.
 
 mod claims;
+pub mod explore;
 mod run_results;
 mod vocabulary;
 

@@ -3,6 +3,7 @@
 
 mod check;
 mod clean;
+mod explore;
 mod image;
 mod list;
 mod matrix;
@@ -31,6 +32,11 @@ pub enum Command {
     /// The price of a lock: run scenarios with 1, 2, 4, … clients (`--clients`) and measure
     /// writes per second per key and acquire latency: sweep.json and sweep.html in the store.
     Sweep(sweep::Args),
+    /// Find the failure nobody wrote down: search fault schedules against a base scenario's
+    /// lock, shrink each failure to the smallest schedule that still shows it, and write it as
+    /// a scenario (found-N.toml). Exit 0 nothing found, 1 something found, 2 error or
+    /// interrupted before anything was found.
+    Explore(explore::Args),
     /// Check a history (ours or Jepsen's EDN) or a run folder: lock safety, fencing, holder
     /// overlap, and with --model linearizability. Exit 0 valid, 1 invalid, 2 unknown or error.
     Check(check::Args),
@@ -57,6 +63,7 @@ impl Command {
             Command::Scenario(args) => scenario::run(args).await,
             Command::Matrix(args) => matrix::run(args).await,
             Command::Sweep(args) => sweep::run(args).await,
+            Command::Explore(args) => explore::run(args).await,
             Command::Check(args) => check::run(args),
             Command::List(args) => list::run(args),
             Command::Clean(args) => clean::run(args).await,

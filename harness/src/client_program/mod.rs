@@ -32,6 +32,12 @@ pub struct ClientParams {
     /// (`LoadedScenario::project_root`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
+    /// The project folder whose `clients/` holds the program, relative to the scenario file's
+    /// folder (or absolute); by default the nearest folder above the file that has a
+    /// `clients/` folder. `lockchaos explore` writes it into the scenarios it finds, which live
+    /// in the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<std::path::PathBuf>,
 }
 
 /// How a worker starts its program and introduces the run to it.

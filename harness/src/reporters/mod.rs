@@ -3,11 +3,13 @@
 //! - [`progress`]: what is happening now, on stderr (indicatif bars on a terminal, plain
 //!   lines in CI and pipes);
 //! - [`summary`]: each run's verdict line, a series' tally, on stdout;
+//! - [`explore_progress`]: an explore campaign's progress (its runs' own stages left out);
 //! - [`junit`]: JUnit XML, one test case per run;
 //! - [`store_index`]: the store's index.html, rewritten after each run;
 //! - [`matrix`]: the measured backend × failure table (matrix.json, matrix.html) and the
 //!   article's decision table (table.json, table.html; places from [`table_place`]).
 
+pub mod explore_progress;
 pub mod junit;
 pub mod matrix;
 pub mod progress;

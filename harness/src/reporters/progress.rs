@@ -15,7 +15,7 @@ pub fn for_stderr(quiet: bool) -> Box<dyn Reporter> {
 }
 
 /// The warnings of an event, if it carries any: a failed fault, a dead worker, a warning.
-fn warning(event: &Event) -> Option<String> {
+pub(crate) fn warning(event: &Event) -> Option<String> {
     match event {
         Event::Fault(change) if change.error.is_some() => Some(change.to_string()),
         Event::WorkerDied { name, exit_code, at_ms } => {

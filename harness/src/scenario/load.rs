@@ -21,11 +21,16 @@ pub struct LoadedScenario {
 }
 
 impl LoadedScenario {
-    /// The project the scenario belongs to, where client programs live: the nearest folder
-    /// above the file that holds a `clients/` folder (the repository's root for `scenarios/`),
-    /// else the folder holding the file's folder. Absolute, for bind mounts.
+    /// The project the scenario belongs to, where client programs live: `[client] project`
+    /// when given (relative to the file's folder), else the nearest folder above the file that
+    /// holds a `clients/` folder (the repository's root for `scenarios/`), else the folder
+    /// holding the file's folder. Absolute, for bind mounts.
     pub fn project_root(&self) -> PathBuf {
         let file = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
+        if let Some(project) = &self.scenario.client.project {
+            let named = file.parent().unwrap_or(Path::new("/")).join(project);
+            return std::fs::canonicalize(&named).unwrap_or(named);
+        }
         let mut above = file.ancestors().skip(1);
         let with_clients = above.find(|dir| dir.join("clients").is_dir());
         with_clients.or_else(|| file.parent().and_then(Path::parent)).unwrap_or(Path::new("/")).to_path_buf()

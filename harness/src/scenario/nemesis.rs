@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Nemesis {
     /// Faults at fixed times from the start of the workload.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<TimelineStep>,
     /// Faults drawn from the run's seed (same seed, same schedule).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub random: Option<RandomFaults>,
     /// `[[nemesis.episode]]`: faults one after another, as Jepsen's nemesis cycles: each waits
     /// for its trigger once the one before has settled (nemesis/episodes.rs).

@@ -334,3 +334,14 @@ fn bad_files_give_one_line_naming_file_line_and_field() {
         assert!(err.starts_with(want), "{what}:\n  got  {err}\n  want {want}");
     }
 }
+
+#[test]
+fn every_shipped_scenario_writes_back_as_toml_that_reads_as_the_same_scenario() {
+    // explore writes the scenarios it finds this way (found-N.toml).
+    for loaded in super::list(None).unwrap() {
+        let loaded = loaded.unwrap();
+        let text = toml::to_string(&loaded.scenario).unwrap_or_else(|e| panic!("{}: {e}", loaded.name));
+        let again = load_text(&text).unwrap_or_else(|e| panic!("{}: {e}\n{text}", loaded.name));
+        assert_eq!(serde_json::to_value(&again.scenario).unwrap(), serde_json::to_value(&loaded.scenario).unwrap(), "{}", loaded.name);
+    }
+}

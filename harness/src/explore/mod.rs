@@ -1,0 +1,428 @@
+//! `lockchaos explore`: find the failure nobody wrote down. From a base scenario (backend,
+//! clients, lock, workload, resource; its own faults ignored) the search runs schedules of
+//! fault episodes (space.rs: every fault the lock can take, on the holder, a waiter or nodes,
+//! fired by the lock's own events, for durations around its own clocks), chosen by a strategy
+//! (strategy/), learns from what each run showed (observe.rs), shrinks each distinct failure to
+//! the smallest schedule that still shows it in k of n runs (shrink.rs), confirms it, and hands
+//! it back as a scenario (found.rs). Its seam to the run is runner.rs: a scenario in, what it
+//! showed out, so the search runs as the matrix and the sweep do and tests drive it with a
+//! fake. docs/explore.md describes the search.
+
+pub mod candidate;
+mod found;
+pub mod merge;
+pub mod observe;
+pub mod runner;
+pub mod shrink;
+pub mod space;
+mod story;
+pub mod strategy;
+
+use crate::events::{Event, EventSink, ExploreNote, ExplorePhase};
+use observe::{Failure, Observation};
+use results::explore::{Behaviour, ExploreResults, Finding, Property, Strategy as StrategyKind};
+use runner::{RunSeen, Runner};
+use shrink::{Attempt, ShrinkOptions, Trial};
+use space::Space;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use strategy::Slice;
+
+/// When the search stops looking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budget {
+    Seconds(u64),
+    Runs(u64),
+}
+
+#[derive(Clone, Debug)]
+pub struct ExploreOptions {
+    pub strategy: StrategyKind,
+    pub seed: u64,
+    pub budget: Budget,
+    /// The store: runs go there as usual, the campaign's files under `explore/<start>/`.
+    pub store: PathBuf,
+    /// Search runs at once.
+    pub jobs: u32,
+    pub slice: Slice,
+    /// Runs of each found scenario that confirm it (0: none).
+    pub confirm: u32,
+    pub shrink: ShrinkOptions,
+    /// Stop searching after this many distinct findings.
+    pub max_findings: Option<u32>,
+}
+
+/// A finished (or stopped) campaign: what explore.json holds, and where.
+pub struct Campaign {
+    pub results: ExploreResults,
+    pub dir: PathBuf,
+}
+
+impl Campaign {
+    /// 0: nothing found; 1: something found; 2: stopped (Ctrl-C, an error) before anything was.
+    pub fn exit_code(&self) -> u8 {
+        match (self.results.found.is_empty(), self.results.interrupted) {
+            (false, _) => 1,
+            (true, false) => 0,
+            (true, true) => 2,
+        }
+    }
+}
+
+/// Runs a campaign on `base` with `runner`, reporting to `events`.
+pub async fn explore(
+    base: crate::scenario::LoadedScenario,
+    opts: ExploreOptions,
+    runner: &dyn Runner,
+    events: &EventSink,
+) -> anyhow::Result<Campaign> {
+    let space = Space::of(&base)?;
+    let started = chrono::Utc::now();
+    let dir = campaign_dir(&opts.store, started)?;
+    let mut c = Search {
+        space,
+        base,
+        opts: opts.clone(),
+        runner,
+        events: events.clone(),
+        dir: dir.clone(),
+        clock: Instant::now(),
+        results: ExploreResults {
+            scenario: String::new(),
+            scenario_file: String::new(),
+            backend: String::new(),
+            seed: opts.seed,
+            strategy: opts.strategy,
+            shard: (opts.slice.count > 1).then(|| format!("{}/{}", opts.slice.index, opts.slice.count)),
+            started_at: started.to_rfc3339(),
+            runs: 0,
+            faults_tried: 0,
+            shrink_runs: 0,
+            confirm_runs: 0,
+            unknown_runs: 0,
+            elapsed_s: 0.0,
+            stopped: String::new(),
+            interrupted: false,
+            found: vec![],
+            behaviours: vec![],
+        },
+        seen_behaviours: HashSet::new(),
+        shrunk_kinds: HashSet::new(),
+        run_seeds: 0,
+    };
+    c.results.scenario = c.base.name.clone();
+    c.results.scenario_file = c.base.path.display().to_string();
+    c.results.backend = c.base.scenario.backend.name().to_string();
+    c.note(
+        ExplorePhase::Search,
+        format!(
+            "{} with the {} strategy, seed {}; the lock's clocks: {}",
+            c.base.name,
+            opts.strategy,
+            opts.seed,
+            c.space.clocks_in_words()
+        ),
+    );
+    let stopped = c.search().await;
+    c.results.stopped = stopped;
+    c.results.elapsed_s = c.clock.elapsed().as_secs_f64();
+    c.write()?;
+    let done = format!(
+        "{}: {} search runs, {} faults tried, {} found ({})",
+        c.results.stopped,
+        c.results.runs,
+        c.results.faults_tried,
+        c.results.found.len(),
+        dir.join("explore.html").display()
+    );
+    c.note(ExplorePhase::Done, done);
+    Ok(Campaign { results: c.results, dir })
+}
+
+/// `STORE/explore/<start>`, made anew (a second campaign in the same second gets `-2`).
+fn campaign_dir(store: &Path, started: chrono::DateTime<chrono::Utc>) -> anyhow::Result<PathBuf> {
+    let stamp = started.format("%Y%m%dT%H%M%SZ").to_string();
+    let parent = store.join("explore");
+    std::fs::create_dir_all(&parent)?;
+    for n in 1.. {
+        let dir = if n == 1 { parent.join(&stamp) } else { parent.join(format!("{stamp}-{n}")) };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    unreachable!("some suffix is free")
+}
+
+struct Search<'a> {
+    space: Space,
+    base: crate::scenario::LoadedScenario,
+    opts: ExploreOptions,
+    runner: &'a dyn Runner,
+    events: EventSink,
+    dir: PathBuf,
+    clock: Instant,
+    results: ExploreResults,
+    seen_behaviours: HashSet<(String, String)>,
+    /// The (property, action) of failures already shrunk: another failure of the same kind is
+    /// counted, not shrunk again.
+    shrunk_kinds: HashSet<(Property, String)>,
+    run_seeds: u64,
+}
+
+impl Search<'_> {
+    fn note(&self, phase: ExplorePhase, text: String) {
+        self.events.emit(Event::Explore(ExploreNote {
+            phase,
+            text,
+            runs: self.results.runs,
+            faults: self.results.faults_tried,
+            found: self.results.found.len() as u64,
+        }));
+    }
+
+    /// The seed of the next run: the campaign's seed and the run's number, mixed.
+    fn next_seed(&mut self) -> u64 {
+        self.run_seeds += 1;
+        let mut z = self.opts.seed ^ self.opts.slice.index.rotate_left(32) ^ self.run_seeds.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn budget_left(&self) -> bool {
+        match self.opts.budget {
+            Budget::Seconds(s) => self.clock.elapsed().as_secs() < s,
+            Budget::Runs(n) => self.results.runs < n,
+        }
+    }
+
+    /// Searches until the budget is spent, enough is found or a signal stops it; says which.
+    async fn search(&mut self) -> String {
+        let mut strategy = strategy::make(self.opts.strategy, &self.space, self.opts.seed, self.opts.slice);
+        loop {
+            if !self.budget_left() {
+                return "budget spent".into();
+            }
+            if self.opts.max_findings.is_some_and(|m| self.results.found.len() as u32 >= m) {
+                return format!("{} finding(s), as --max-findings asked", self.results.found.len());
+            }
+            let jobs = match self.opts.budget {
+                Budget::Runs(n) => (self.opts.jobs as u64).min(n - self.results.runs).max(1),
+                Budget::Seconds(_) => self.opts.jobs as u64,
+            };
+            let batch: Vec<Vec<u64>> = (0..jobs).map(|_| strategy.next(&self.space)).collect();
+            let mut runs = vec![];
+            for choices in &batch {
+                let candidate = self.space.decode(choices);
+                let number = self.results.runs + runs.len() as u64 + 1;
+                self.note(ExplorePhase::Search, format!("run {number}: {}", candidate.describe(&self.space).join("; ")));
+                let loaded = match candidate.load(&self.space, &self.base, &format!("{}-explore", self.base.name)) {
+                    Ok(loaded) => loaded,
+                    Err(e) => return format!("error: a candidate would not load: {e:#}"),
+                };
+                let seed = self.next_seed();
+                runs.push(self.runner.run(loaded, seed));
+            }
+            let seen: Vec<RunSeen> = futures_util::future::join_all(runs).await;
+            let mut interrupted = false;
+            for (choices, run) in batch.iter().zip(seen) {
+                self.results.runs += 1;
+                interrupted |= run.interrupted;
+                let candidate = self.space.decode(choices);
+                self.results.faults_tried += run.observation.episodes.iter().filter(|e| e.fired).count() as u64;
+                strategy.observe(&self.space, choices, &run.observation);
+                self.record_behaviours(&candidate, &run.observation);
+                if run.observation.untrusted.is_some() {
+                    self.results.unknown_runs += 1;
+                }
+                self.note(ExplorePhase::Search, format!("run {}: {}", self.results.runs, seen_in_words(&run.observation)));
+                if interrupted {
+                    continue;
+                }
+                if let Some(failure) = run.observation.finding().cloned() {
+                    if let Err(stop) = self.found(choices, &candidate, failure, &run).await {
+                        self.results.interrupted = true;
+                        let _ = self.write();
+                        return stop;
+                    }
+                }
+            }
+            let _ = self.write();
+            if interrupted {
+                self.results.interrupted = true;
+                return "interrupted".into();
+            }
+        }
+    }
+
+    fn record_behaviours(&mut self, candidate: &candidate::Candidate, seen: &Observation) {
+        for (plan, episode) in candidate.episodes.iter().zip(&seen.episodes) {
+            let fault = self.space.actions[plan.action].fault.name().to_string();
+            for p in &episode.patterns {
+                if self.seen_behaviours.insert((fault.clone(), p.name().to_string())) {
+                    self.results.behaviours.push(Behaviour { fault: fault.clone(), pattern: p.name().into(), run: self.results.runs });
+                }
+            }
+        }
+    }
+
+    /// A failure the search just saw: shrink it (unless one of its kind was), confirm it,
+    /// write it down. Err: interrupted meanwhile (what is done so far is kept).
+    async fn found(&mut self, choices: &[u64], candidate: &candidate::Candidate, failure: Failure, run: &RunSeen) -> Result<(), String> {
+        let episode = failure.episode.map(|i| i as usize);
+        let plan = episode.and_then(|i| candidate.episodes.get(i));
+        let kind = (failure.property, plan.map_or("no fault".into(), |p| self.space.actions[p.action].label.clone()));
+        let where_ = plan.map_or("with no fault".to_string(), |p| self.space.describe_episode(p));
+        if !self.shrunk_kinds.insert(kind) {
+            self.note(ExplorePhase::Search, format!("{} again ({where_}): already found", failure.property));
+            return Ok(());
+        }
+        let seconds = self.clock.elapsed().as_secs_f64();
+        let runs_to_find = self.results.runs;
+        self.note(ExplorePhase::Shrink, format!("found {} in run {runs_to_find} ({where_}); shrinking", failure.property));
+        let found_in = run.dir.as_ref().map(|d| self.store_relative(d)).unwrap_or_default();
+        let space = self.space.clone();
+        let shrink_opts = self.opts.shrink;
+        let mut trial = RealTrial { search: self, property: failure.property, name: "shrink" };
+        let shrunk =
+            shrink::shrink(&space, &mut trial, choices.to_vec(), failure.property, episode, Some(found_in.clone()), shrink_opts).await;
+        self.results.shrink_runs += shrunk.runs;
+        let minimal = self.space.decode(&shrunk.choices);
+        let schedule = minimal.describe(&self.space);
+        if let Some(same) = self.results.found.iter().find(|f| f.property == failure.property && f.schedule == schedule) {
+            self.note(ExplorePhase::Search, format!("it shrank to {}, found already", same.scenario));
+            return Ok(());
+        }
+        let n = self.results.found.len() + 1;
+        let file = format!("found-{n}.toml");
+        let shown_in = shrunk.run.clone().unwrap_or_else(|| found_in.clone());
+        let story = self.story_of(&shown_in, &minimal).unwrap_or_else(|| run.observation.story.clone());
+        let mut finding = Finding {
+            kind: failure.property.kind(),
+            property: failure.property,
+            scenario: file.clone(),
+            runs_to_find,
+            seconds_to_find: seconds,
+            reproduced: "0/0".into(),
+            schedule,
+            story,
+            found_in,
+            shrunk_run: shrunk.run.clone(),
+            confirm_runs: vec![],
+            found_with: candidate.describe(&self.space),
+            shrink_steps: shrunk.steps,
+            shrink_runs: shrunk.runs,
+        };
+        let path = self.dir.join(&file);
+        found::write(&path, &self.space, &self.base, &minimal, &finding, self.opts.seed, self.opts.strategy)
+            .map_err(|e| format!("error: {e:#}"))?;
+        self.results.found.push(finding.clone());
+        let _ = self.write();
+        if shrunk.interrupted {
+            return Err("interrupted while shrinking".into());
+        }
+        self.note(ExplorePhase::Confirm, format!("{file}: {}; confirming with {} runs", finding.schedule.join("; "), self.opts.confirm));
+        let (reproduced, tried, runs, interrupted) = self.confirm(&path, failure.property).await?;
+        finding.reproduced = format!("{reproduced}/{tried}");
+        finding.confirm_runs = runs;
+        found::write(&path, &self.space, &self.base, &minimal, &finding, self.opts.seed, self.opts.strategy)
+            .map_err(|e| format!("error: {e:#}"))?;
+        *self.results.found.last_mut().expect("just pushed") = finding.clone();
+        self.note(ExplorePhase::Confirm, format!("{file} reproduced in {}", finding.reproduced));
+        if interrupted {
+            return Err("interrupted while confirming".into());
+        }
+        Ok(())
+    }
+
+    /// Runs the found scenario `confirm` times: how many showed the failure again (its
+    /// expectation met, exactly what `lockchaos scenario` exits 0 for), how many ran, their
+    /// folders, and whether a signal stopped it.
+    async fn confirm(&mut self, path: &Path, property: Property) -> Result<(u32, u32, Vec<String>, bool), String> {
+        let loaded = crate::scenario_catalog::load(path).map_err(|e| format!("error: the found scenario does not load: {e}"))?;
+        let mut loaded = loaded;
+        loaded.name = format!("{}-{}", self.base.name, path.file_stem().unwrap_or_default().to_string_lossy());
+        let (mut reproduced, mut runs) = (0, vec![]);
+        for tried in 0..self.opts.confirm {
+            let seed = self.next_seed();
+            let run = self.runner.run(loaded.clone(), seed).await;
+            self.results.confirm_runs += 1;
+            if run.interrupted {
+                return Ok((reproduced, tried, runs, true));
+            }
+            if run.matches.unwrap_or(false) && run.observation.finding().is_some_and(|f| f.property == property) {
+                reproduced += 1;
+            }
+            runs.extend(run.dir.as_ref().map(|d| self.store_relative(d)));
+        }
+        Ok((reproduced, self.opts.confirm, runs, false))
+    }
+
+    /// The story of a stored run, read again from its folder.
+    fn story_of(&self, run: &str, candidate: &candidate::Candidate) -> Option<Vec<String>> {
+        let dir = self.opts.store.join(run);
+        let results: results::RunResults = serde_json::from_slice(&std::fs::read(dir.join("results.json")).ok()?).ok()?;
+        let events = checker::read_history_file(&dir.join("history.jsonl")).ok()?.events;
+        let seen = observe::observe(&results, &events, candidate.episodes.len(), self.base.scenario.lock.ttl_ms, None);
+        Some(seen.story)
+    }
+
+    fn store_relative(&self, dir: &Path) -> String {
+        dir.strip_prefix(&self.opts.store).unwrap_or(dir).display().to_string()
+    }
+
+    /// explore.json and explore.html, as they stand.
+    fn write(&mut self) -> anyhow::Result<()> {
+        self.results.elapsed_s = self.clock.elapsed().as_secs_f64();
+        std::fs::write(self.dir.join("explore.json"), serde_json::to_vec_pretty(&self.results)?)?;
+        std::fs::write(self.dir.join("explore.html"), reports::explore::render(&self.results))?;
+        Ok(())
+    }
+}
+
+/// A search run's result in one line.
+fn seen_in_words(seen: &Observation) -> String {
+    match (&seen.failure, &seen.untrusted) {
+        (Some(f), None) => {
+            format!("{} failed in {}", f.property, f.episode.map_or("the baseline".into(), |i| format!("nemesis.episode[{i}]")))
+        }
+        (_, Some(why)) => format!("not counted: {why}"),
+        (None, None) => {
+            let fired = seen.episodes.iter().filter(|e| e.fired).count();
+            format!("{fired} episode(s) took effect, nothing failed")
+        }
+    }
+}
+
+/// Shrinking's runs: each candidate sequence run for real under `<base>-shrink`.
+struct RealTrial<'s, 'a> {
+    search: &'s mut Search<'a>,
+    property: Property,
+    name: &'static str,
+}
+
+#[async_trait::async_trait]
+impl Trial for RealTrial<'_, '_> {
+    async fn attempt(&mut self, choices: &[u64]) -> Attempt {
+        let s = &mut *self.search;
+        let candidate = s.space.decode(choices);
+        let Ok(loaded) = candidate.load(&s.space, &s.base, &format!("{}-{}", s.base.name, self.name)) else {
+            return Attempt::Passed;
+        };
+        s.note(ExplorePhase::Shrink, format!("trying {}", candidate.describe(&s.space).join("; ")));
+        let seed = s.next_seed();
+        let run = s.runner.run(loaded, seed).await;
+        if run.interrupted {
+            return Attempt::Interrupted;
+        }
+        match run.observation.finding() {
+            Some(f) if f.property == self.property => {
+                Attempt::Failed { property: f.property, run: run.dir.as_ref().map(|d| s.store_relative(d)) }
+            }
+            _ => Attempt::Passed,
+        }
+    }
+}

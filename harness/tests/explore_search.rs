@@ -1,0 +1,162 @@
+//! The search itself, against a fake runner whose failures are known (no containers): the
+//! candidate sequence is determined by the seed, scenario and strategy; a failure is found,
+//! shrunk to its one episode, written as a scenario that loads, confirmed, and laid out in
+//! explore.json; a campaign merged from shards keeps each finding once.
+
+use harness::events::EventSink;
+use harness::explore::observe::{EpisodeSeen, Failure, Observation, Pattern};
+use harness::explore::runner::{RunSeen, Runner};
+use harness::explore::shrink::ShrinkOptions;
+use harness::explore::strategy::Slice;
+use harness::explore::{self, Budget, ExploreOptions};
+use harness::scenario::{Expectation, LoadedScenario};
+use harness::scenario_catalog;
+use harness::target::Target;
+use results::explore::{FailureKind, Property, Strategy};
+use std::sync::Mutex;
+
+/// A lock that loses an update whenever its holder is paused for its TTL or more, in the
+/// episode that does it; and shows a behaviour for every fault longer than its TTL.
+struct FakeLock {
+    ttl_ms: u64,
+    /// Every schedule run, as TOML.
+    schedules: Mutex<Vec<String>>,
+}
+
+impl FakeLock {
+    fn new() -> Self {
+        FakeLock { ttl_ms: 2000, schedules: Mutex::new(vec![]) }
+    }
+    fn schedules(&self) -> Vec<String> {
+        self.schedules.lock().unwrap().clone()
+    }
+}
+
+#[async_trait::async_trait]
+impl Runner for FakeLock {
+    async fn run(&self, s: LoadedScenario, _seed: u64) -> RunSeen {
+        let episodes = &s.scenario.nemesis.episode;
+        self.schedules.lock().unwrap().push(toml::to_string(&s.scenario.nemesis).unwrap());
+        let breaks =
+            |e: &harness::scenario::Episode| e.fault.name() == "pause" && e.target == [Target::Holder] && e.duration_ms >= self.ttl_ms;
+        let failing = episodes.iter().position(breaks);
+        let seen = episodes
+            .iter()
+            .map(|e| EpisodeSeen {
+                fired: true,
+                skipped: None,
+                patterns: if e.duration_ms > self.ttl_ms { [Pattern::AcquireRefused].into() } else { Default::default() },
+            })
+            .collect();
+        let failure = failing.map(|i| Failure { property: Property::ResourceSafety, episode: Some(i as u32), at_ns: 0 });
+        let matches = Some(failure.is_some() == (s.scenario.expect == Expectation::Violation));
+        let observation = Observation { untrusted: None, failure, episodes: seen, story: vec!["the fake lock lost an update".into()] };
+        RunSeen { observation, dir: None, interrupted: false, error: None, matches }
+    }
+}
+
+fn opts(store: &std::path::Path, strategy: Strategy, seed: u64, runs: u64) -> ExploreOptions {
+    ExploreOptions {
+        strategy,
+        seed,
+        budget: Budget::Runs(runs),
+        store: store.to_path_buf(),
+        jobs: 1,
+        slice: Slice::WHOLE,
+        confirm: 3,
+        shrink: ShrinkOptions { k: 2, n: 3, max_runs: 30 },
+        max_findings: None,
+    }
+}
+
+fn base() -> LoadedScenario {
+    scenario_catalog::resolve("redis-single-baseline").unwrap()
+}
+
+async fn campaign(strategy: Strategy, seed: u64, runs: u64) -> (Vec<String>, explore::Campaign) {
+    let store = tempfile::tempdir().unwrap();
+    let lock = FakeLock::new();
+    let c = explore::explore(base(), opts(store.path(), strategy, seed, runs), &lock, &EventSink::none()).await.unwrap();
+    std::mem::forget(store);
+    (lock.schedules(), c)
+}
+
+#[tokio::test]
+async fn same_seed_same_scenario_same_strategy_same_candidates_and_another_seed_others() {
+    for strategy in [Strategy::Guided, Strategy::Random] {
+        let (a, _) = campaign(strategy, 7, 12).await;
+        let (b, _) = campaign(strategy, 7, 12).await;
+        let (c, _) = campaign(strategy, 8, 12).await;
+        assert!(a.len() >= 12, "{strategy}: {}", a.len());
+        assert_eq!(a, b, "{strategy}: the same seed gave other schedules");
+        assert_ne!(a, c, "{strategy}: another seed gave the same schedules");
+    }
+}
+
+#[tokio::test]
+async fn a_failure_is_found_shrunk_to_its_episode_written_as_a_scenario_and_confirmed() {
+    let (schedules, c) = campaign(Strategy::Guided, 3, 6).await;
+    assert_eq!(c.exit_code(), 1);
+    let r = &c.results;
+    assert_eq!(r.found.len(), 1, "one kind of failure, found once: {:?}", r.found);
+    let f = &r.found[0];
+    assert_eq!((f.kind, f.property), (FailureKind::Safety, Property::ResourceSafety));
+    assert!(f.runs_to_find <= 3, "the first pass pauses the holder past its lease early: {}", f.runs_to_find);
+    assert_eq!(f.schedule.len(), 1, "{:?}", f.schedule);
+    assert!(f.schedule[0].starts_with("pause holder for 2500 ms"), "the shortest failing duration of the space: {:?}", f.schedule);
+    assert_eq!(f.reproduced, "3/3");
+    assert!(f.shrink_steps >= 1 && r.shrink_runs == f.shrink_runs && r.confirm_runs == 3);
+    // Search runs, shrinking runs and confirmation runs, in that order, all through the runner.
+    assert_eq!(schedules.len() as u64, r.runs + r.shrink_runs + r.confirm_runs);
+
+    let found = scenario_catalog::load(&c.dir.join(&f.scenario)).unwrap();
+    let s = &found.scenario;
+    assert_eq!(s.expect, Expectation::Violation);
+    assert_eq!(s.nemesis.episode.len(), 1);
+    assert_eq!((s.nemesis.episode[0].fault.name(), &s.nemesis.episode[0].target[..]), ("pause", &[Target::Holder][..]));
+    assert!(s.nemesis.timeline.is_empty() && s.nemesis.random.is_none());
+    assert!(found.text.starts_with("# Found by `lockchaos explore"), "{}", found.text);
+    assert!(found.text.contains("# What happened:\n#   the fake lock lost an update"));
+
+    let json: results::explore::ExploreResults = serde_json::from_slice(&std::fs::read(c.dir.join("explore.json")).unwrap()).unwrap();
+    assert_eq!(&json, r);
+    assert_eq!((json.seed, json.strategy, json.runs), (3, Strategy::Guided, 6));
+    assert!(json.elapsed_s > 0.0 && !json.behaviours.is_empty());
+    let html = std::fs::read_to_string(c.dir.join("explore.html")).unwrap();
+    assert!(html.contains("found-1.toml") && html.contains("3/3"));
+}
+
+#[tokio::test]
+async fn nothing_found_exits_0_and_shards_search_apart_and_merge_into_one_page() {
+    struct Safe;
+    #[async_trait::async_trait]
+    impl Runner for Safe {
+        async fn run(&self, s: LoadedScenario, _: u64) -> RunSeen {
+            let episodes = s.scenario.nemesis.episode.iter().map(|_| EpisodeSeen { fired: true, ..Default::default() }).collect();
+            RunSeen { observation: Observation { episodes, ..Default::default() }, matches: Some(true), ..Default::default() }
+        }
+    }
+    let store = tempfile::tempdir().unwrap();
+    let c = explore::explore(base(), opts(store.path(), Strategy::Guided, 1, 3), &Safe, &EventSink::none()).await.unwrap();
+    assert_eq!((c.exit_code(), c.results.found.len()), (0, 0));
+
+    // Two shards of one campaign: each its own slice, each finding the failure; merged, once.
+    let stores = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let mut firsts = vec![];
+    for (i, store) in stores.iter().enumerate() {
+        let lock = FakeLock::new();
+        let mut o = opts(store.path(), Strategy::Guided, 5, 8);
+        o.slice = Slice { index: i as u64 + 1, count: 2 };
+        let c = explore::explore(base(), o, &lock, &EventSink::none()).await.unwrap();
+        assert_eq!(c.results.shard.as_deref(), Some(format!("{}/2", i + 1).as_str()));
+        assert_eq!(c.results.found.len(), 1);
+        firsts.push(lock.schedules()[1].clone());
+    }
+    assert_ne!(firsts[0], firsts[1], "the shards try different schedules");
+    let out = tempfile::tempdir().unwrap();
+    let merged = explore::merge::merge(&[stores[0].path().to_path_buf(), stores[1].path().to_path_buf()], out.path()).unwrap();
+    assert_eq!((merged.campaigns.len(), merged.found.len()), (2, 1));
+    assert_eq!(merged.found[0].also_in.len(), 1);
+    let html = std::fs::read_to_string(out.path().join("explore.html")).unwrap();
+    assert!(html.contains(&format!("{}found-1.toml", merged.found[0].folder)), "{html}");
+}
