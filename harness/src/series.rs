@@ -22,9 +22,10 @@ pub struct Series {
 
 impl Series {
     /// 0 when every run matched its expectation, 1 when some did not, 2 when any run ended
-    /// unknown or the series ended in error.
+    /// unknown (and so met no expectation: `stuck` can be met by an unknown outcome) or the
+    /// series ended in error.
     pub fn exit_code(&self) -> u8 {
-        let unknown = self.error.is_some() || self.runs.iter().any(|r| r.outcome == Outcome::Unknown);
+        let unknown = self.error.is_some() || self.runs.iter().any(|r| r.outcome == Outcome::Unknown && !r.matches_expectation);
         match (unknown, self.runs.iter().all(|r| r.matches_expectation)) {
             (true, _) => 2,
             (false, true) => 0,

@@ -74,6 +74,16 @@ pub struct ClaimCheck {
 }
 
 impl Claims {
+    /// The claims a run is held to: these, and what the expectation implies (`stuck`: the
+    /// lock got stuck).
+    pub fn implied_by(&self, expect: crate::Expectation) -> Claims {
+        let mut claims = self.clone();
+        if expect == crate::Expectation::Stuck {
+            claims.stuck = Some(true);
+        }
+        claims
+    }
+
     /// Checks every claim given against a run's properties: the availability figures, and the
     /// stuck verdict.
     pub fn check(&self, properties: &CheckResults) -> Vec<ClaimCheck> {

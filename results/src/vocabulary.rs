@@ -38,12 +38,22 @@ impl Outcome {
 pub enum Expectation {
     Violation,
     Safe,
+    /// The lock gets stuck (a liveness failure, the checker's `stuck` property): implies the
+    /// claim `stuck = true`, and any safety outcome but a violation (a lock stuck from the start
+    /// leaves nothing written to judge, so an unknown outcome meets it).
+    Stuck,
 }
 
 impl Expectation {
-    /// An unknown outcome matches no expectation.
+    /// An unknown outcome matches no expectation of safety (`stuck` asks nothing of it but
+    /// that it is not a violation: its claim is the lock's).
     pub fn is_met_by(self, outcome: Outcome) -> bool {
-        matches!((self, outcome), (Expectation::Violation, Outcome::Violation) | (Expectation::Safe, Outcome::Safe))
+        matches!(
+            (self, outcome),
+            (Expectation::Violation, Outcome::Violation)
+                | (Expectation::Safe, Outcome::Safe)
+                | (Expectation::Stuck, Outcome::Safe | Outcome::Unknown)
+        )
     }
 
     pub fn name(self) -> &'static str {
@@ -104,6 +114,8 @@ mod tests {
         assert!(!Expectation::Safe.is_met_by(Outcome::Violation));
         assert!(!Expectation::Safe.is_met_by(Outcome::Unknown));
         assert!(!Expectation::Violation.is_met_by(Outcome::Unknown));
+        assert!(Expectation::Stuck.is_met_by(Outcome::Unknown) && Expectation::Stuck.is_met_by(Outcome::Safe));
+        assert!(!Expectation::Stuck.is_met_by(Outcome::Violation));
     }
 
     #[test]

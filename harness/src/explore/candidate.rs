@@ -69,7 +69,11 @@ impl Candidate {
     /// The candidate's scenario, loaded as a file with `name` beside the base (so a client
     /// program's project is the base's) and held against its backend.
     pub fn load(&self, space: &Space, base: &LoadedScenario, name: &str) -> anyhow::Result<LoadedScenario> {
-        let scenario = self.to_scenario(space, base);
+        let mut scenario = self.to_scenario(space, base);
+        if scenario.client.command.is_some() {
+            // The candidate's file does not exist: its program's project is the base's.
+            scenario.client.project = Some(base.project_root());
+        }
         let text = toml::to_string(&scenario)?;
         let path = base.path.parent().unwrap_or(Path::new(".")).join(format!("{name}.toml"));
         let mut loaded = crate::scenario::load_text(text, &path)?;

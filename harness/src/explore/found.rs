@@ -1,6 +1,6 @@
 //! `found-N.toml`: a finding as a normal scenario. `lockchaos scenario found-N.toml` runs it
-//! and exits 0 exactly when the failure shows again: a safety finding expects `violation`; a
-//! liveness finding expects what its runs showed of safety (`safe`) and claims the lock stuck.
+//! and exits 0 exactly when the failure shows again: a safety finding expects `violation`, a
+//! liveness finding `stuck`.
 //! Its comments say where it came from, how often it reproduced and what happened.
 
 use super::candidate::Candidate;
@@ -27,10 +27,7 @@ pub fn write(
     ));
     match finding.kind {
         FailureKind::Safety => s.expect = Expectation::Violation,
-        FailureKind::Liveness => {
-            s.expect = Expectation::Safe;
-            s.claims.stuck = Some(true);
-        }
+        FailureKind::Liveness => s.expect = Expectation::Stuck,
     }
     if s.client.command.is_some() {
         // The program lives in the base's project; this file does not.

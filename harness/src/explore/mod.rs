@@ -26,6 +26,8 @@ use shrink::{Attempt, ShrinkOptions, Trial};
 use space::Space;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 use strategy::Slice;
 
@@ -78,6 +80,16 @@ pub async fn explore(
     events: &EventSink,
 ) -> anyhow::Result<Campaign> {
     let space = Space::of(&base)?;
+    // Ctrl-C or SIGTERM: the run it lands in heals and records itself (run::run listens too);
+    // the campaign then stops, keeping what it found.
+    let signalled = Arc::new(AtomicBool::new(false));
+    let listener = {
+        let signalled = signalled.clone();
+        tokio::spawn(async move {
+            crate::run::shutdown_signal().await;
+            signalled.store(true, Ordering::Relaxed);
+        })
+    };
     let started = chrono::Utc::now();
     let dir = campaign_dir(&opts.store, started)?;
     let mut c = Search {
@@ -110,6 +122,7 @@ pub async fn explore(
         seen_behaviours: HashSet::new(),
         shrunk_kinds: HashSet::new(),
         run_seeds: 0,
+        signalled,
     };
     c.results.scenario = c.base.name.clone();
     c.results.scenario_file = c.base.path.display().to_string();
@@ -125,6 +138,7 @@ pub async fn explore(
         ),
     );
     let stopped = c.search().await;
+    listener.abort();
     c.results.stopped = stopped;
     c.results.elapsed_s = c.clock.elapsed().as_secs_f64();
     c.write()?;
@@ -170,9 +184,15 @@ struct Search<'a> {
     /// counted, not shrunk again.
     shrunk_kinds: HashSet<(Property, String)>,
     run_seeds: u64,
+    /// Ctrl-C or SIGTERM arrived.
+    signalled: Arc<AtomicBool>,
 }
 
 impl Search<'_> {
+    fn signalled(&self) -> bool {
+        self.signalled.load(Ordering::Relaxed)
+    }
+
     fn note(&self, phase: ExplorePhase, text: String) {
         self.events.emit(Event::Explore(ExploreNote {
             phase,
@@ -203,6 +223,10 @@ impl Search<'_> {
     async fn search(&mut self) -> String {
         let mut strategy = strategy::make(self.opts.strategy, &self.space, self.opts.seed, self.opts.slice);
         loop {
+            if self.signalled() {
+                self.results.interrupted = true;
+                return "interrupted".into();
+            }
             if !self.budget_left() {
                 return "budget spent".into();
             }
@@ -347,6 +371,9 @@ impl Search<'_> {
         loaded.name = format!("{}-{}", self.base.name, path.file_stem().unwrap_or_default().to_string_lossy());
         let (mut reproduced, mut runs) = (0, vec![]);
         for tried in 0..self.opts.confirm {
+            if self.signalled() {
+                return Ok((reproduced, tried, runs, true));
+            }
             let seed = self.next_seed();
             let run = self.runner.run(loaded.clone(), seed).await;
             self.results.confirm_runs += 1;
@@ -408,6 +435,9 @@ struct RealTrial<'s, 'a> {
 impl Trial for RealTrial<'_, '_> {
     async fn attempt(&mut self, choices: &[u64]) -> Attempt {
         let s = &mut *self.search;
+        if s.signalled() {
+            return Attempt::Interrupted;
+        }
         let candidate = s.space.decode(choices);
         let Ok(loaded) = candidate.load(&s.space, &s.base, &format!("{}-{}", s.base.name, self.name)) else {
             return Attempt::Passed;

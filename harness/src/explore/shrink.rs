@@ -7,7 +7,8 @@
 //!
 //! Runs are noisy: a smaller sequence is kept only when it fails in at least `k` of `n` runs
 //! (stopping as soon as either is settled). Passes, repeated while one keeps something:
-//! 1. the failing episode alone (the rest dropped), then each other episode dropped, last first;
+//! 1. the failing episode alone (the rest dropped), then each episode dropped, last first (all
+//!    of them, when the failure needs no fault);
 //! 2. each value lowered: a binary search over its simpler values for the smallest that still
 //!    fails (at most `MAX_TRIES_PER_VALUE` tried); episode values before the run's own
 //!    (clients, work).
@@ -163,10 +164,8 @@ impl<T: Trial> Shrinker<'_, T> {
         let mut i = self.shape.episodes(&self.best.choices).len();
         while i > 0 && !self.done() {
             i -= 1;
+            // The last one too: a failure that needs no fault shrinks to none.
             let spans = self.shape.episodes(&self.best.choices);
-            if spans.len() < 2 {
-                return;
-            }
             let Some(&(start, end)) = spans.get(i) else { continue };
             let mut without = self.best.choices.clone();
             without.drain(start..end);

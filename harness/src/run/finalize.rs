@@ -53,7 +53,7 @@ pub fn check_and_report(
         outcome = Outcome::Unknown;
     }
     let expect = s.expect;
-    let claims = s.claims.check(&check);
+    let claims = s.claims.implied_by(s.expect).check(&check);
     let results = RunResults {
         scenario: ctx.loaded.name.clone(),
         description: s.description.clone(),

@@ -51,7 +51,10 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
     if let Some(ms) = s.stuck_after_ms.filter(|ms| *ms < super::MIN_STUCK_AFTER_MS) {
         return fail("stuck_after_ms", format!("{ms} is below {} ms: a lock is not stuck for less", super::MIN_STUCK_AFTER_MS));
     }
-    if s.claims.stuck.is_some() && !s.workload.kind.takes_lock() {
+    if s.expect == results::Expectation::Stuck && s.claims.stuck == Some(false) {
+        return fail("claims.stuck", "false contradicts expect = \"stuck\"".into());
+    }
+    if (s.claims.stuck.is_some() || s.expect == results::Expectation::Stuck) && !s.workload.kind.takes_lock() {
         return fail("claims.stuck", format!("the {} workload takes no lock, so it cannot get stuck", s.workload.kind.name()));
     }
     if s.lock.ttl_ms == 0 {

@@ -55,7 +55,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "bad expectation",
         "description = \"d\"\nexpect = \"maybe\"\nbackend = \"redis-single\"\n",
-        "f.toml:2: field 'expect': unknown variant `maybe`, expected `violation` or `safe`",
+        "f.toml:2: field 'expect': unknown variant `maybe`, expected one of `violation`, `safe`, `stuck`",
     ),
     (
         "target beyond the clients",

@@ -108,3 +108,18 @@ async fn an_interruption_stops_with_what_is_shrunk_so_far() {
     assert!(s.interrupted);
     assert_eq!(space.decode(&s.choices).episodes.len(), 1, "the step kept before the interruption stays");
 }
+
+#[tokio::test]
+async fn a_failure_that_needs_no_fault_shrinks_to_no_fault() {
+    struct Always;
+    #[async_trait::async_trait]
+    impl Trial for Always {
+        async fn attempt(&mut self, _: &[u64]) -> Attempt {
+            Attempt::Failed { property: Property::ResourceSafety, run: None }
+        }
+    }
+    let space = space();
+    let s = shrink(&space, &mut Always, found(&space), Property::ResourceSafety, Some(1), None, OPTS).await;
+    let c = space.decode(&s.choices);
+    assert_eq!((c.episodes.len(), c.clients, c.work_ms), (0, 2, Some(0)), "{c:?}");
+}
