@@ -1,0 +1,157 @@
+//! `lockchaos explore` against real servers: a short campaign on a lock that a frozen holder
+//! breaks finds the lost update, shrinks it, confirms it, and hands back a scenario that
+//! `lockchaos scenario` reproduces; explore.html renders in headless Chromium; Ctrl-C during a
+//! campaign ends the run it lands in as a run ends, leaves no container behind and keeps what
+//! was found.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A Redis lock whose holder works as long as its TTL: most faults on the holder in its section
+/// lose an update, so the first search run finds one.
+const BASE: &str = r#"description = "explore test base: single Redis, work as long as the TTL"
+expect = "safe"
+backend = "redis-single"
+clients = 2
+time_limit_secs = 8
+
+[lock]
+ttl_ms = 1000
+acquire_timeout_ms = 3000
+
+[workload]
+work_ms = 1000
+think_ms = 20
+
+[resource]
+mode = "unfenced"
+"#;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn base(dir: &Path) -> PathBuf {
+    let path = dir.join("explore-test-base.toml");
+    std::fs::write(&path, BASE).unwrap();
+    path
+}
+
+fn explore(base: &Path, store: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockchaos"));
+    cmd.current_dir(root())
+        .arg("explore")
+        .arg(base)
+        .args(["--seed", "5", "--shrink-runs", "3", "--shrink-accept", "1/1", "--store"])
+        .arg(store)
+        .args(extra)
+        .env("CI", "true")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// The campaign folder (the only one in the store).
+fn campaign(store: &Path) -> PathBuf {
+    std::fs::read_dir(store.join("explore")).unwrap().next().unwrap().unwrap().path()
+}
+
+fn explore_json(store: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(campaign(store).join("explore.json")).unwrap()).unwrap()
+}
+
+/// Containers of runs whose folder is in `store`.
+fn left_in(store: &Path) -> Vec<String> {
+    let out = Command::new("docker")
+        .args(["ps", "-a", "--filter", "label=lockchaos.run", "--format", "{{.Label \"lockchaos.run_dir\"}}"])
+        .output()
+        .unwrap();
+    let store = store.canonicalize().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().filter(|dir| Path::new(dir).starts_with(&store)).map(String::from).collect()
+}
+
+#[test]
+fn explore_finds_shrinks_and_confirms_a_lost_update_and_the_found_scenario_reproduces() {
+    let scratch = tempfile::Builder::new().prefix("explore-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let store = scratch.path().join("store");
+    let out = explore(&base(scratch.path()), &store, &["--runs", "3", "--confirm", "2", "--max-findings", "1"]).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "something found: {text}");
+    let json = explore_json(&store);
+    let found = &json["found"][0];
+    assert_eq!((found["kind"].as_str(), found["property"].as_str()), (Some("safety"), Some("resource_safety")), "{json}");
+    assert!(found["runs_to_find"].as_u64().unwrap() <= 3 && json["seed"] == 5 && json["strategy"] == "guided", "{json}");
+    assert_eq!(found["schedule"].as_array().unwrap().len(), 1, "shrunk to the failing episode alone: {json}");
+    assert!(found["story"].as_array().unwrap().iter().any(|l| l.as_str().unwrap().contains("lost")), "{json}");
+    // Every run it made is in the store, each with its report.
+    for run in std::iter::once(&found["found_in"]).chain(found["confirm_runs"].as_array().unwrap()) {
+        assert!(store.join(run.as_str().unwrap()).join("report.html").exists(), "{run}");
+    }
+    assert!(left_in(&store).is_empty(), "containers left: {:?}", left_in(&store));
+
+    // The finding is a normal scenario: it exits 0 exactly when the violation shows again.
+    let scenario = campaign(&store).join(found["scenario"].as_str().unwrap());
+    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
+        .current_dir(root())
+        .arg("scenario")
+        .arg(&scenario)
+        .args(["--quiet", "--store"])
+        .arg(&store)
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", String::from_utf8_lossy(&out.stdout), std::fs::read_to_string(&scenario).unwrap());
+
+    // explore.html as Chromium renders it: the finding, its schedule and its runs' links.
+    let page = campaign(&store).join("explore.html");
+    let browser = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| Command::new("sh").args(["-c", &format!("command -v {b}")]).output().is_ok_and(|o| o.status.success()))
+        .expect("this test needs headless Chromium: apt-get install chromium (.ci/run installs it)");
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--dump-dom"])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let console: Vec<&str> = std::str::from_utf8(&out.stderr).unwrap_or("").lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console: {console:?}");
+    assert!(dom.contains("<section class=\"finding\">") && dom.contains("resource_safety"), "{dom}");
+    let link = format!("../../{}/report.html", found["found_in"].as_str().unwrap());
+    assert!(dom.contains(&link), "no link {link}: {dom}");
+}
+
+#[test]
+fn ctrl_c_during_explore_ends_its_run_as_a_run_ends_and_keeps_the_findings() {
+    let scratch = tempfile::Builder::new().prefix("explore-stop-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let store = scratch.path().join("store");
+    let child = explore(&base(scratch.path()), &store, &["--budget", "600", "--confirm", "10"]).spawn().unwrap();
+    // Once a finding is written, the campaign confirms it: stop it there, mid-run.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let written = || {
+        std::fs::read_dir(store.join("explore"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .is_some_and(|c| c.unwrap().path().join("found-1.toml").exists())
+    };
+    while !written() {
+        assert!(Instant::now() < deadline, "nothing found in 300 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "a finding was kept: {text}");
+    let json = explore_json(&store);
+    assert_eq!(json["interrupted"], true, "{json}");
+    assert_eq!(json["found"].as_array().unwrap().len(), 1, "{json}");
+    assert!(json["confirm_runs"].as_u64().unwrap() < 10, "stopped before its confirmation ended: {json}");
+    assert!(left_in(&store).is_empty(), "containers left: {:?}", left_in(&store));
+    // Every run it made finished its folder (the one it landed in as an interrupted run).
+    for run in std::fs::read_dir(store.join("explore-test-base-found-1")).unwrap() {
+        assert!(run.unwrap().path().join("results.json").exists());
+    }
+}
