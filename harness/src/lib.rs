@@ -35,5 +35,6 @@ pub mod series;
 pub mod sweep;
 pub mod target;
 pub mod toml_lines;
+pub mod trigger;
 pub mod wait;
 pub mod worker;

@@ -94,8 +94,8 @@ impl Target {
 
     /// The trigger a step on this target waits for when it names none: a holder in its
     /// section, a waiter waiting.
-    pub fn implied_trigger(&self) -> Option<crate::scenario::Trigger> {
-        use crate::scenario::Trigger;
+    pub fn implied_trigger(&self) -> Option<crate::trigger::Trigger> {
+        use crate::trigger::Trigger;
         match self {
             Target::Holder | Target::HolderMember => Some(Trigger::InSection),
             Target::Waiter => Some(Trigger::Waiting),
