@@ -8,8 +8,8 @@ use results::explore::Property;
 use results::{FaultPhase, RunResults};
 use std::collections::BTreeMap;
 
-/// At most this many grants are told around the failure.
-const GRANTS_TOLD: usize = 6;
+/// At most this many of the clients' events are told before the failure.
+const CLIENT_EVENTS_TOLD: usize = 12;
 
 pub fn tell(failure: &Failure, results: &RunResults, events: &[Event]) -> Vec<String> {
     let by_index: BTreeMap<u64, &Event> = events.iter().map(|e| (e.index, e)).collect();
@@ -28,15 +28,14 @@ pub fn tell(failure: &Failure, results: &RunResults, events: &[Event]) -> Vec<St
         let detail = e.detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
         timed.push((e.time, format!("{}: {} on {}{detail} {what}", at(e.time), e.f, e.node.as_deref().unwrap_or("?"))));
     }
-    let grants = events
+    // What the clients did meanwhile that a reader needs: grants, renewals, releases, and
+    // operations that ended unknown; the latest ones before the failure.
+    let told: Vec<(u64, String)> = events
         .iter()
-        .filter(|e| e.f == "acquire" && e.kind == EventType::Ok && e.time >= from && e.time <= failure.at_ns)
-        .filter_map(|e| e.process.client().map(|c| (c, e)));
-    let grants: Vec<(u64, &Event)> = grants.collect();
-    for (c, e) in grants.iter().rev().take(GRANTS_TOLD).rev() {
-        let token = e.token.map(|t| format!(" with token {t}")).unwrap_or_default();
-        timed.push((e.time, format!("{}: client {c} was granted the lock{token}", at(e.time))));
-    }
+        .filter(|e| e.time >= from && e.time <= failure.at_ns)
+        .filter_map(|e| Some((e.time, format!("{}: client {} {}", at(e.time), e.process.client()?, doing(e)?))))
+        .collect();
+    timed.extend(told.into_iter().rev().take(CLIENT_EVENTS_TOLD).rev());
     timed.sort();
     let mut lines: Vec<String> = timed.into_iter().map(|(_, line)| line).collect();
     let p = &results.properties;
@@ -87,6 +86,22 @@ pub fn tell(failure: &Failure, results: &RunResults, events: &[Event]) -> Vec<St
         }
     }
     lines
+}
+
+/// What a client's event says, when it is one a story tells.
+fn doing(e: &Event) -> Option<String> {
+    let why = || e.error.as_deref().map(|x| format!(" ({x})")).unwrap_or_default();
+    Some(match (e.f.as_str(), e.kind) {
+        ("acquire", EventType::Ok) => format!("was granted the lock{}", e.token.map(|t| format!(" with token {t}")).unwrap_or_default()),
+        ("acquire", EventType::Info) => format!("asked for the lock and got no answer{}", why()),
+        ("renew", EventType::Ok) => "renewed its lock".into(),
+        ("renew", EventType::Fail | EventType::Info) => format!("failed to renew its lock{}", why()),
+        ("release", EventType::Ok) => "released the lock".into(),
+        ("release", EventType::Fail) => format!("had its release refused{}", why()),
+        ("release", EventType::Info) => format!("sent its release and got no answer{}", why()),
+        ("write", EventType::Info) => format!("sent its write and got no answer{}", why()),
+        _ => return None,
+    })
 }
 
 /// A history time as the reports show it: seconds since the run started.
