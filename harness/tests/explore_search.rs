@@ -160,3 +160,39 @@ async fn nothing_found_exits_0_and_shards_search_apart_and_merge_into_one_page()
     let html = std::fs::read_to_string(out.path().join("explore.html")).unwrap();
     assert!(html.contains(&format!("{}found-1.toml", merged.found[0].folder)), "{html}");
 }
+
+#[tokio::test]
+async fn a_shrunk_schedule_that_reproduces_too_rarely_steps_back_to_a_reliable_one() {
+    /// Fails for a holder paused 3000 ms or more; a shorter pause past the TTL fails only the
+    /// first time it is tried (a lucky race), which a 1-of-1 shrink keeps.
+    struct Lucky {
+        tried: Mutex<std::collections::HashSet<u64>>,
+    }
+    #[async_trait::async_trait]
+    impl Runner for Lucky {
+        async fn run(&self, s: LoadedScenario, _: u64) -> RunSeen {
+            let episodes = &s.scenario.nemesis.episode;
+            let failing = episodes.iter().position(|e| {
+                let holder_paused = e.fault.name() == "pause" && e.target == [Target::Holder];
+                holder_paused && (e.duration_ms >= 3000 || (e.duration_ms >= 2000 && self.tried.lock().unwrap().insert(e.duration_ms)))
+            });
+            let seen = episodes.iter().map(|_| EpisodeSeen { fired: true, ..Default::default() }).collect();
+            let failure = failing.map(|i| Failure { property: Property::ResourceSafety, episode: Some(i as u32), at_ns: 0 });
+            let matches = Some(failure.is_some() == (s.scenario.expect == Expectation::Violation));
+            RunSeen { observation: Observation { failure, episodes: seen, ..Default::default() }, matches, ..Default::default() }
+        }
+    }
+    let store = tempfile::tempdir().unwrap();
+    let mut o = opts(store.path(), Strategy::Guided, 3, 6);
+    o.shrink = ShrinkOptions { k: 1, n: 1, max_runs: 30 };
+    o.confirm = 10;
+    o.max_findings = Some(1);
+    let lucky = Lucky { tried: Mutex::new(Default::default()) };
+    let c = explore::explore(base(), o, &lucky, &EventSink::none()).await.unwrap();
+    let f = &c.results.found[0];
+    assert_eq!(f.reproduced, "10/10", "{f:?}");
+    assert!(f.schedule[0].starts_with("pause holder for 3000 ms"), "stepped back from the lucky 2500 ms: {f:?}");
+    assert_eq!(c.results.confirm_runs, 20, "the lucky one's ten, then the reliable one's");
+    let written = scenario_catalog::load(&c.dir.join(&f.scenario)).unwrap();
+    assert_eq!(written.scenario.nemesis.episode[0].duration_ms, 3000);
+}

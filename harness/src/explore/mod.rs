@@ -31,6 +31,9 @@ use std::sync::Arc;
 use std::time::Instant;
 use strategy::Slice;
 
+/// At most this many steps back along the shrinking when the smallest reproduces too rarely.
+const MAX_STEPS_BACK: usize = 3;
+
 /// When the search stops looking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Budget {
@@ -348,18 +351,44 @@ impl Search<'_> {
         if shrunk.interrupted {
             return Err("interrupted while shrinking".into());
         }
-        self.note(ExplorePhase::Confirm, format!("{file}: {}; confirming with {} runs", finding.schedule.join("; "), self.opts.confirm));
-        let (reproduced, tried, runs, interrupted) = self.confirm(&path, failure.property).await?;
-        finding.reproduced = format!("{reproduced}/{tried}");
-        finding.confirm_runs = runs;
-        found::write(&path, &self.space, &self.base, &minimal, &finding, self.opts.seed, self.opts.strategy)
-            .map_err(|e| format!("error: {e:#}"))?;
-        *self.results.found.last_mut().expect("just pushed") = finding.clone();
-        self.note(ExplorePhase::Confirm, format!("{file} reproduced in {}", finding.reproduced));
-        if interrupted {
-            return Err("interrupted while confirming".into());
+        // Confirmed; when it shows in fewer than 9 of 10 runs, the shrinking went a step too
+        // far (k of n passed by luck): step back along the kept sequences, up to three times.
+        let mut trail = shrunk.trail.clone();
+        let mut minimal = minimal;
+        loop {
+            let note = format!("{file}: {}; confirming with {} runs", finding.schedule.join("; "), self.opts.confirm);
+            self.note(ExplorePhase::Confirm, note);
+            let (reproduced, tried, runs, interrupted) = self.confirm(&path, failure.property).await?;
+            finding.reproduced = format!("{reproduced}/{tried}");
+            finding.confirm_runs.extend(runs);
+            self.note(ExplorePhase::Confirm, format!("{file} reproduced in {}", finding.reproduced));
+            let steps_back = shrunk.trail.len() - trail.len();
+            let reliable = reproduced * 10 >= tried * 9;
+            if interrupted || reliable || trail.len() < 2 || steps_back >= MAX_STEPS_BACK {
+                found::write(&path, &self.space, &self.base, &minimal, &finding, self.opts.seed, self.opts.strategy)
+                    .map_err(|e| format!("error: {e:#}"))?;
+                *self.results.found.last_mut().expect("just pushed") = finding.clone();
+                if interrupted {
+                    return Err("interrupted while confirming".into());
+                }
+                return Ok(());
+            }
+            trail.pop();
+            let (choices, run) = trail.last().cloned().expect("two or more");
+            minimal = self.space.decode(&choices);
+            finding.schedule = minimal.describe(&self.space);
+            finding.shrunk_run = run.clone();
+            finding.shrink_steps -= 1;
+            if let Some(story) = run.as_deref().and_then(|r| self.story_of(r, &minimal)) {
+                finding.story = story;
+            }
+            self.note(
+                ExplorePhase::Confirm,
+                format!("{file}: only {}; a step back to the less shrunk {}", finding.reproduced, finding.schedule.join("; ")),
+            );
+            found::write(&path, &self.space, &self.base, &minimal, &finding, self.opts.seed, self.opts.strategy)
+                .map_err(|e| format!("error: {e:#}"))?;
         }
-        Ok(())
     }
 
     /// Runs the found scenario `confirm` times: how many showed the failure again (its

@@ -74,6 +74,9 @@ pub struct Shrunk {
     pub steps: u64,
     pub runs: u64,
     pub interrupted: bool,
+    /// Every sequence kept, from the original to `choices`, each with the run that showed it:
+    /// a step back when the smallest proves less reliable than k of n said.
+    pub trail: Vec<(Vec<u64>, Option<String>)>,
 }
 
 struct Shrinker<'a, T: Trial> {
@@ -94,7 +97,9 @@ pub async fn shrink<T: Trial>(
     run: Option<String>,
     opts: ShrinkOptions,
 ) -> Shrunk {
-    let best = Shrunk { choices: shape.normalize(&choices), run, steps: 0, runs: 0, interrupted: false };
+    let choices = shape.normalize(&choices);
+    let trail = vec![(choices.clone(), run.clone())];
+    let best = Shrunk { choices, run, steps: 0, runs: 0, interrupted: false, trail };
     let mut s = Shrinker { shape, trial, property, opts, best };
     if let Some(i) = episode {
         s.keep_only_episode(i).await;
@@ -138,6 +143,7 @@ impl<T: Trial> Shrinker<'_, T> {
         }
         let kept = failed >= self.opts.k;
         if kept {
+            self.best.trail.push((candidate.clone(), run.clone()));
             self.best.choices = candidate;
             self.best.run = run;
             self.best.steps += 1;

@@ -43,8 +43,10 @@ impl Guided {
     pub fn new(space: &Space, seed: u64, slice: Slice) -> Self {
         let mut rng = StdRng::seed_from_u64(seed);
         let main = space.clocks.first().map_or(1000, |c| c.ms);
-        let above = space.durations.iter().copied().find(|d| *d > main).unwrap_or(main * 3 / 2);
-        let below = space.durations.iter().copied().rev().find(|d| *d < main).unwrap_or(main / 2);
+        // Well past the clock (a lease outlived with room for its server's own lag, as etcd's
+        // expiry sweep), and well within it.
+        let above = main * 3 / 2;
+        let below = main / 2;
         let mut plans = vec![];
         for duration_ms in [above, below] {
             for trigger in TRIGGER_ORDER.iter().filter(|t| space.triggers.contains(t)) {
