@@ -50,7 +50,12 @@ impl Runner for FakeLock {
             .collect();
         let failure = failing.map(|i| Failure { property: Property::ResourceSafety, episode: Some(i as u32), at_ns: 0 });
         let matches = Some(failure.is_some() == (s.scenario.expect == Expectation::Violation));
-        let observation = Observation { untrusted: None, failure, episodes: seen, story: vec!["the fake lock lost an update".into()] };
+        let observation = Observation {
+            untrusted: None,
+            failure,
+            episodes: seen,
+            story: vec!["the fake lock lost an update\u{1b}[31m (a client's own words, control characters and all)".into()],
+        };
         RunSeen { observation, dir: None, interrupted: false, error: None, matches }
     }
 }
@@ -116,7 +121,7 @@ async fn a_failure_is_found_shrunk_to_its_episode_written_as_a_scenario_and_conf
     assert_eq!((s.nemesis.episode[0].fault.name(), &s.nemesis.episode[0].target[..]), ("pause", &[Target::Holder][..]));
     assert!(s.nemesis.timeline.is_empty() && s.nemesis.random.is_none());
     assert!(found.text.starts_with("# Found by `lockchaos explore"), "{}", found.text);
-    assert!(found.text.contains("# What happened:\n#   the fake lock lost an update"));
+    assert!(found.text.contains("# What happened:\n#   the fake lock lost an update [31m"), "control characters blanked: {}", found.text);
 
     let json: results::explore::ExploreResults = serde_json::from_slice(&std::fs::read(c.dir.join("explore.json")).unwrap()).unwrap();
     assert_eq!(&json, r);
@@ -195,4 +200,29 @@ async fn a_shrunk_schedule_that_reproduces_too_rarely_steps_back_to_a_reliable_o
     assert_eq!(c.results.confirm_runs, 20, "the lucky one's ten, then the reliable one's");
     let written = scenario_catalog::load(&c.dir.join(&f.scenario)).unwrap();
     assert_eq!(written.scenario.nemesis.episode[0].duration_ms, 3000);
+}
+
+#[tokio::test]
+async fn runs_that_keep_ending_in_an_error_stop_the_campaign_with_exit_2() {
+    struct Broken(Mutex<u32>);
+    #[async_trait::async_trait]
+    impl Runner for Broken {
+        async fn run(&self, _: LoadedScenario, _: u64) -> RunSeen {
+            *self.0.lock().unwrap() += 1;
+            let error = "cannot connect to the Docker daemon".to_string();
+            RunSeen {
+                observation: Observation { untrusted: Some(error.clone()), ..Default::default() },
+                error: Some(error),
+                ..Default::default()
+            }
+        }
+    }
+    let store = tempfile::tempdir().unwrap();
+    let broken = Broken(Mutex::new(0));
+    let c = explore::explore(base(), opts(store.path(), Strategy::Guided, 1, 50), &broken, &EventSink::none()).await.unwrap();
+    assert_eq!(*broken.0.lock().unwrap(), 3, "stopped after three errors in a row");
+    assert_eq!(c.exit_code(), 2);
+    assert!(c.results.error.as_deref().unwrap().contains("cannot connect to the Docker daemon"), "{:?}", c.results.error);
+    let html = std::fs::read_to_string(c.dir.join("explore.html")).unwrap();
+    assert!(html.contains("Stopped by an error") && html.contains("Nothing in 0 search runs that counted"), "{html}");
 }

@@ -32,8 +32,13 @@ pub fn render_many(campaigns: &[ExploreResults], found: &[(String, Finding)], ti
             }
         }
         h2 { "Found" }
+        @for c in campaigns {
+            @if let Some(e) = &c.error { p class="flaky" { "Stopped by an error: " (e) } }
+        }
         @if found.is_empty() {
-            p { "Nothing: no schedule tried broke the lock's safety or left it stuck." }
+            @let runs: u64 = campaigns.iter().map(|c| c.runs).sum();
+            @let unknown: u64 = campaigns.iter().map(|c| c.unknown_runs).sum();
+            p { "Nothing in " (runs - unknown) " search runs that counted (" (unknown) " did not count: an error, an interruption, a fault that did not take effect): no schedule tried broke the lock's safety or left it stuck." }
         }
         @for (folder, f) in found {
             (finding(folder, f))
@@ -70,7 +75,9 @@ fn finding(folder: &str, f: &Finding) -> Markup {
             }
             p {
                 "Found in search run " (f.runs_to_find) " after " (format!("{:.0} s", f.seconds_to_find))
-                "; reproduced in " strong { (f.reproduced) } " confirmation runs; "
+                "; reproduced in " strong { (f.reproduced) } " confirmation runs"
+                @if flaky(&f.reproduced) { strong class="flaky" { " (flaky: the schedule does not always reach the failure)" } }
+                "; "
                 (f.shrink_steps) " shrinking steps kept (" (f.shrink_runs) " runs)."
             }
             h4 { "The smallest schedule that still shows it" }
@@ -91,10 +98,16 @@ fn finding(folder: &str, f: &Finding) -> Markup {
     }
 }
 
+/// Reproduced in fewer than 9 of 10 confirmation runs.
+fn flaky(reproduced: &str) -> bool {
+    let parsed = reproduced.split_once('/').and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+    parsed.is_some_and(|(k, n)| n > 0 && k * 10 < n * 9)
+}
+
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:70em}\
 table{border-collapse:collapse;margin-top:1em}th,td{border:1px solid #ccc;padding:.3em .6em;font-size:.9em}\
 thead th{background:#f4f4f4}section.finding{border-left:4px solid #b00;padding:.2em 1em;margin:1.5em 0}\
-ul.story li{margin:.2em 0}code{background:#f6f6f6;padding:0 .2em}";
+ul.story li{margin:.2em 0}code{background:#f6f6f6;padding:0 .2em}.flaky{color:#b00}";
 
 #[cfg(test)]
 mod tests {
@@ -135,6 +148,7 @@ mod tests {
             elapsed_s: 100.0,
             stopped: "budget spent".into(),
             interrupted: false,
+            error: None,
             found: vec![f],
             behaviours: vec![Behaviour { fault: "partition".into(), pattern: "release-unknown".into(), run: 2 }],
         };

@@ -74,9 +74,12 @@ pub struct ExploreResults {
     /// Search runs that ended unknown or in an error (not findings).
     pub unknown_runs: u64,
     pub elapsed_s: f64,
-    /// Why the search stopped: its budget, `--max-findings`, Ctrl-C.
+    /// Why the search stopped: its budget, `--max-findings`, Ctrl-C, an error.
     pub stopped: String,
     pub interrupted: bool,
+    /// What stopped the campaign, when an error did (its runs could not be made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub found: Vec<Finding>,
     /// The kinds of behaviour the lock showed, with the search run that first showed each
     /// (`fault: pattern`), for the page's coverage table.

@@ -73,7 +73,7 @@ struct SearchArgs {
     #[arg(long, default_value = "3/3")]
     shrink_accept: String,
     /// Stop searching after this many distinct findings.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     max_findings: Option<u32>,
     /// Only the final line (and warnings).
     #[arg(long)]
@@ -103,7 +103,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(text) => parse_shard(text)?,
         None => Slice::WHOLE,
     };
-    let (k, n) = parse_fraction(&a.shrink_accept)?;
+    let (k, n) = parse_fraction(&a.shrink_accept).map_err(|e| anyhow::anyhow!("--shrink-accept {e}"))?;
     let seed = a.seed.unwrap_or_else(rand::random);
     let opts = ExploreOptions {
         strategy: match a.strategy {
@@ -152,15 +152,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// `K/N` with 1 <= K <= N.
 fn parse_shard(text: &str) -> anyhow::Result<Slice> {
     let (k, n) = parse_fraction(text).map_err(|_| anyhow::anyhow!("--shard {text}: expected K/N with 1 <= K <= N, e.g. 2/4"))?;
-    anyhow::ensure!(k >= 1, "--shard {text}: expected K/N with 1 <= K <= N, e.g. 2/4");
     Ok(Slice { index: k as u64, count: n as u64 })
 }
 
-/// `K/N` with K <= N, N >= 1.
+/// `K/N` with 1 <= K <= N.
 fn parse_fraction(text: &str) -> anyhow::Result<(u32, u32)> {
     let parsed = text.split_once('/').and_then(|(k, n)| Some((k.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)));
     match parsed {
-        Some((k, n)) if n >= 1 && k <= n => Ok((k, n)),
-        _ => anyhow::bail!("{text}: expected K/N with K <= N, e.g. 2/3"),
+        Some((k, n)) if 1 <= k && k <= n => Ok((k, n)),
+        _ => anyhow::bail!("{text}: expected K/N with 1 <= K <= N, e.g. 2/3"),
     }
 }

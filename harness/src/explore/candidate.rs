@@ -27,9 +27,9 @@ pub struct Candidate {
     pub episodes: Vec<EpisodePlan>,
 }
 
-/// Seconds of workload a run with no episode gets: the baseline run, which only shows what
-/// the lock does without faults.
-pub const BASELINE_SECS: u64 = 10;
+/// Seconds of workload a run with no episode gets beyond the stuck bound: the baseline run,
+/// which shows what the lock does without faults, long enough to see it stuck.
+pub const BASELINE_EXTRA_SECS: u64 = 5;
 
 impl Candidate {
     /// The scenario this candidate runs: the base with `clients`, the work time and the
@@ -45,7 +45,7 @@ impl Candidate {
         s.seed = None;
         // A cap: the run ends once its last episode has settled (or given up).
         s.time_limit_secs = if self.episodes.is_empty() {
-            BASELINE_SECS.min(base.scenario.time_limit_secs).max(1)
+            base.scenario.stuck_bound().as_secs() + BASELINE_EXTRA_SECS
         } else {
             let wait = space.timings.trigger_wait_ms + space.timings.settle_bound_ms;
             let per_episode: u64 = self.episodes.iter().map(|e| e.after_trigger_ms + e.duration_ms + wait).sum();

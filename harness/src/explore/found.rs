@@ -47,6 +47,15 @@ pub fn write(
     }
     text.push('\n');
     text.push_str(&as_edited_base(base, &s).unwrap_or(toml::to_string(&s)?));
+    // The whole file must read back as the scenario it says (comments included: TOML takes no
+    // control character in them, and the story quotes clients' own error texts).
+    let again = crate::scenario::parse(&text, path)
+        .map_err(|e| anyhow::anyhow!("{}: the found scenario does not read back: {e}", path.display()))?;
+    anyhow::ensure!(
+        serde_json::to_value(&again)? == serde_json::to_value(&s)?,
+        "{}: the found scenario does not read back as the one found",
+        path.display()
+    );
     std::fs::write(path, text)?;
     Ok(())
 }
@@ -88,8 +97,9 @@ fn as_edited_base(base: &LoadedScenario, s: &crate::scenario::Scenario) -> Optio
     (serde_json::to_value(&again).ok()? == serde_json::to_value(s).ok()?).then_some(text)
 }
 
+/// One comment line's worth: no line break or other control character (TOML refuses them).
 fn one_line(s: &str) -> String {
-    s.replace(['\n', '\r'], " ")
+    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
 pub(crate) fn absolute(p: &Path) -> PathBuf {

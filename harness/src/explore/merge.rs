@@ -18,6 +18,8 @@ pub struct Merged {
 
 #[derive(Serialize)]
 pub struct MergedFinding {
+    /// The base scenario's file, as its campaign names it.
+    pub base: String,
     pub folder: String,
     pub finding: Finding,
     pub also_in: Vec<String>,
@@ -44,9 +46,18 @@ pub fn merge(stores: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
             let campaign = read(&file)?;
             let from_page = format!("{}/", relative(&out_abs, &absolute(&folder)).display());
             for f in &campaign.found {
-                match merged.found.iter_mut().find(|m| m.finding.property == f.property && m.finding.schedule == f.schedule) {
+                // The same failure of the same lock: a schedule means nothing apart from its base.
+                let same = |m: &MergedFinding| {
+                    m.base == campaign.scenario_file && m.finding.property == f.property && m.finding.schedule == f.schedule
+                };
+                match merged.found.iter_mut().find(|m| same(m)) {
                     Some(m) => m.also_in.push(format!("{from_page}{}", f.scenario)),
-                    None => merged.found.push(MergedFinding { folder: from_page.clone(), finding: f.clone(), also_in: vec![] }),
+                    None => merged.found.push(MergedFinding {
+                        base: campaign.scenario_file.clone(),
+                        folder: from_page.clone(),
+                        finding: f.clone(),
+                        also_in: vec![],
+                    }),
                 }
             }
             merged.campaigns.push(campaign);

@@ -31,6 +31,16 @@ use std::sync::Arc;
 use std::time::Instant;
 use strategy::Slice;
 
+/// Why a finding's shrinking or confirmation stopped the campaign.
+enum Stop {
+    Interrupted(String),
+    Error(String),
+}
+
+/// Search runs ending in an error one after another that stop the campaign: the machine or
+/// the base is broken, and more runs would only spend the budget on it.
+const ERRORS_IN_A_ROW: u32 = 3;
+
 /// At most this many steps back along the shrinking when the smallest reproduces too rarely.
 const MAX_STEPS_BACK: usize = 3;
 
@@ -65,12 +75,16 @@ pub struct Campaign {
 }
 
 impl Campaign {
-    /// 0: nothing found; 1: something found; 2: stopped (Ctrl-C, an error) before anything was.
+    /// 1: something found; 2: nothing found, and the search was stopped (Ctrl-C, an error) or
+    /// none of its runs counted (each ended in an error or unknown: it tested nothing); 0:
+    /// nothing found in runs that counted.
     pub fn exit_code(&self) -> u8 {
-        match (self.results.found.is_empty(), self.results.interrupted) {
+        let r = &self.results;
+        let counted = r.runs.saturating_sub(r.unknown_runs);
+        match (r.found.is_empty(), r.interrupted || r.error.is_some() || counted == 0) {
             (false, _) => 1,
-            (true, false) => 0,
             (true, true) => 2,
+            (true, false) => 0,
         }
     }
 }
@@ -119,6 +133,7 @@ pub async fn explore(
             elapsed_s: 0.0,
             stopped: String::new(),
             interrupted: false,
+            error: None,
             found: vec![],
             behaviours: vec![],
         },
@@ -225,6 +240,7 @@ impl Search<'_> {
     /// Searches until the budget is spent, enough is found or a signal stops it; says which.
     async fn search(&mut self) -> String {
         let mut strategy = strategy::make(self.opts.strategy, &self.space, self.opts.seed, self.opts.slice);
+        let mut errors_in_a_row = 0;
         loop {
             if self.signalled() {
                 self.results.interrupted = true;
@@ -248,7 +264,7 @@ impl Search<'_> {
                 self.note(ExplorePhase::Search, format!("run {number}: {}", candidate.describe(&self.space).join("; ")));
                 let loaded = match candidate.load(&self.space, &self.base, &format!("{}-explore", self.base.name)) {
                     Ok(loaded) => loaded,
-                    Err(e) => return format!("error: a candidate would not load: {e:#}"),
+                    Err(e) => return self.stop_with_error(format!("a candidate would not load: {e:#}")),
                 };
                 let seed = self.next_seed();
                 runs.push(self.runner.run(loaded, seed));
@@ -258,6 +274,7 @@ impl Search<'_> {
             for (choices, run) in batch.iter().zip(seen) {
                 self.results.runs += 1;
                 interrupted |= run.interrupted;
+                errors_in_a_row = if run.error.is_some() && !run.interrupted { errors_in_a_row + 1 } else { 0 };
                 let candidate = self.space.decode(choices);
                 self.results.faults_tried += run.observation.episodes.iter().filter(|e| e.fired).count() as u64;
                 strategy.observe(&self.space, choices, &run.observation);
@@ -269,11 +286,19 @@ impl Search<'_> {
                 if interrupted {
                     continue;
                 }
+                if errors_in_a_row >= ERRORS_IN_A_ROW {
+                    let last = run.error.clone().unwrap_or_default();
+                    return self.stop_with_error(format!("{ERRORS_IN_A_ROW} search runs in a row ended in an error; the last: {last}"));
+                }
                 if let Some(failure) = run.observation.finding().cloned() {
-                    if let Err(stop) = self.found(choices, &candidate, failure, &run).await {
-                        self.results.interrupted = true;
-                        let _ = self.write();
-                        return stop;
+                    match self.found(choices, &candidate, failure, &run).await {
+                        Ok(()) => {}
+                        Err(Stop::Interrupted(why)) => {
+                            self.results.interrupted = true;
+                            let _ = self.write();
+                            return why;
+                        }
+                        Err(Stop::Error(why)) => return self.stop_with_error(why),
                     }
                 }
             }
@@ -283,6 +308,13 @@ impl Search<'_> {
                 return "interrupted".into();
             }
         }
+    }
+
+    /// Stops the campaign on an error: recorded, and the reason to print.
+    fn stop_with_error(&mut self, why: String) -> String {
+        self.results.error = Some(why.clone());
+        let _ = self.write();
+        format!("error: {why}")
     }
 
     fn record_behaviours(&mut self, candidate: &candidate::Candidate, seen: &Observation) {
@@ -298,7 +330,7 @@ impl Search<'_> {
 
     /// A failure the search just saw: shrink it (unless one of its kind was), confirm it,
     /// write it down. Err: interrupted meanwhile (what is done so far is kept).
-    async fn found(&mut self, choices: &[u64], candidate: &candidate::Candidate, failure: Failure, run: &RunSeen) -> Result<(), String> {
+    async fn found(&mut self, choices: &[u64], candidate: &candidate::Candidate, failure: Failure, run: &RunSeen) -> Result<(), Stop> {
         let episode = failure.episode.map(|i| i as usize);
         let plan = episode.and_then(|i| candidate.episodes.get(i));
         let kind = (failure.property, plan.map_or("no fault".into(), |p| self.space.actions[p.action].label.clone()));
@@ -345,57 +377,65 @@ impl Search<'_> {
         };
         let path = self.dir.join(&file);
         found::write(&path, &self.space, &self.base, &minimal, &finding, self.opts.seed, self.opts.strategy)
-            .map_err(|e| format!("error: {e:#}"))?;
+            .map_err(|e| Stop::Error(format!("{e:#}")))?;
         self.results.found.push(finding.clone());
         let _ = self.write();
         if shrunk.interrupted {
-            return Err("interrupted while shrinking".into());
+            return Err(Stop::Interrupted("interrupted while shrinking".into()));
         }
         // Confirmed; when it shows in fewer than 9 of 10 runs, the shrinking went a step too
         // far (k of n passed by luck): step back along the kept sequences, up to three times.
         let mut trail = shrunk.trail.clone();
         let mut minimal = minimal;
+        // The most reliable schedule confirmed so far, with its confirmation.
+        let mut best: Option<(candidate::Candidate, Finding, u32)> = None;
         loop {
             let note = format!("{file}: {}; confirming with {} runs", finding.schedule.join("; "), self.opts.confirm);
             self.note(ExplorePhase::Confirm, note);
             let (reproduced, tried, runs, interrupted) = self.confirm(&path, failure.property).await?;
             finding.reproduced = format!("{reproduced}/{tried}");
-            finding.confirm_runs.extend(runs);
+            finding.confirm_runs = runs;
             self.note(ExplorePhase::Confirm, format!("{file} reproduced in {}", finding.reproduced));
+            if best.as_ref().is_none_or(|(_, _, r)| reproduced > *r) && !interrupted {
+                best = Some((minimal.clone(), finding.clone(), reproduced));
+            }
             let steps_back = shrunk.trail.len() - trail.len();
             let reliable = reproduced * 10 >= tried * 9;
             if interrupted || reliable || trail.len() < 2 || steps_back >= MAX_STEPS_BACK {
+                if !interrupted {
+                    (minimal, finding) = best.take().map(|(m, f, _)| (m, f)).expect("one confirmed");
+                }
                 found::write(&path, &self.space, &self.base, &minimal, &finding, self.opts.seed, self.opts.strategy)
-                    .map_err(|e| format!("error: {e:#}"))?;
+                    .map_err(|e| Stop::Error(format!("{e:#}")))?;
                 *self.results.found.last_mut().expect("just pushed") = finding.clone();
                 if interrupted {
-                    return Err("interrupted while confirming".into());
+                    return Err(Stop::Interrupted("interrupted while confirming".into()));
                 }
                 return Ok(());
             }
             trail.pop();
             let (choices, run) = trail.last().cloned().expect("two or more");
             minimal = self.space.decode(&choices);
-            finding.schedule = minimal.describe(&self.space);
+            let was = std::mem::replace(&mut finding.schedule, minimal.describe(&self.space));
             finding.shrunk_run = run.clone();
             finding.shrink_steps -= 1;
-            if let Some(story) = run.as_deref().and_then(|r| self.story_of(r, &minimal)) {
-                finding.story = story;
-            }
+            finding.story = run.as_deref().and_then(|r| self.story_of(r, &minimal)).unwrap_or_default();
+            finding.reproduced = "0/0".into();
+            finding.confirm_runs = vec![];
             self.note(
                 ExplorePhase::Confirm,
-                format!("{file}: only {}; a step back to the less shrunk {}", finding.reproduced, finding.schedule.join("; ")),
+                format!("{file}: {} reproduced too rarely; a step back to {}", was.join("; "), finding.schedule.join("; ")),
             );
             found::write(&path, &self.space, &self.base, &minimal, &finding, self.opts.seed, self.opts.strategy)
-                .map_err(|e| format!("error: {e:#}"))?;
+                .map_err(|e| Stop::Error(format!("{e:#}")))?;
         }
     }
 
     /// Runs the found scenario `confirm` times: how many showed the failure again (its
     /// expectation met, exactly what `lockchaos scenario` exits 0 for), how many ran, their
     /// folders, and whether a signal stopped it.
-    async fn confirm(&mut self, path: &Path, property: Property) -> Result<(u32, u32, Vec<String>, bool), String> {
-        let loaded = crate::scenario_catalog::load(path).map_err(|e| format!("error: the found scenario does not load: {e}"))?;
+    async fn confirm(&mut self, path: &Path, property: Property) -> Result<(u32, u32, Vec<String>, bool), Stop> {
+        let loaded = crate::scenario_catalog::load(path).map_err(|e| Stop::Error(format!("the found scenario does not load: {e}")))?;
         let mut loaded = loaded;
         loaded.name = format!("{}-{}", self.base.name, path.file_stem().unwrap_or_default().to_string_lossy());
         let (mut reproduced, mut runs) = (0, vec![]);

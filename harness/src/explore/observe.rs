@@ -59,7 +59,8 @@ pub struct Failure {
 /// One episode as the run saw it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EpisodeSeen {
-    /// Its fault took effect (a start without error on every target it fired on).
+    /// Its faults took effect: each started without error, none was skipped, and no heal found
+    /// one had not taken effect.
     pub fired: bool,
     /// Skipped (trigger never held, not reached), with why.
     pub skipped: Option<String>,
@@ -91,13 +92,27 @@ pub fn observe(results: &RunResults, events: &[Event], episodes: usize, ttl_ms: 
     let by_index: BTreeMap<u64, &Event> = events.iter().map(|e| (e.index, e)).collect();
     let starts = episode_starts(events, episodes);
     let mut seen: Vec<EpisodeSeen> = vec![EpisodeSeen::default(); episodes];
+    // An episode took effect when each of its faults started without error, and none was
+    // skipped or found by its heal not to have taken effect (results.json's not_applied).
+    let mut failed = vec![None; episodes];
     for e in events.iter().filter(|e| e.process.is_named(Process::NEMESIS)) {
         let Some(i) = e.episode.map(|i| i as usize).filter(|i| *i < episodes) else { continue };
-        match FaultPhase::of_event(e) {
-            Some(FaultPhase::Start) if e.error.is_none() => seen[i].fired = true,
-            Some(FaultPhase::Start) => seen[i].skipped = e.error.clone().map(|why| format!("its injection failed: {why}")),
-            Some(FaultPhase::Skipped) => seen[i].skipped = seen[i].skipped.clone().or(e.error.clone()),
+        match (FaultPhase::of_event(e), &e.error) {
+            (Some(FaultPhase::Start), None) => seen[i].fired = true,
+            (Some(FaultPhase::Start), Some(why)) => failed[i] = failed[i].take().or(Some(format!("its injection failed: {why}"))),
+            (Some(FaultPhase::Skipped), why) => failed[i] = failed[i].take().or(Some(why.clone().unwrap_or_else(|| "skipped".into()))),
             _ => {}
+        }
+    }
+    for (i, n) in results.not_applied.iter().filter_map(|n| Some((episode_named(n)?, n))) {
+        if let Some(slot) = failed.get_mut(i) {
+            *slot = slot.take().or(Some(n.clone()));
+        }
+    }
+    for (s, why) in seen.iter_mut().zip(failed) {
+        if why.is_some() {
+            s.fired = false;
+            s.skipped = why;
         }
     }
     let window = |t: u64| starts.iter().rposition(|s| s.is_some_and(|s| s <= t));
@@ -114,6 +129,11 @@ pub fn observe(results: &RunResults, events: &[Event], episodes: usize, ttl_ms: 
     let untrusted = untrusted(results, error, failure.as_ref(), &seen);
     let story = failure.as_ref().map(|f| super::story::tell(f, results, events)).unwrap_or_default();
     Observation { untrusted, failure, episodes: seen, story }
+}
+
+/// The episode a not_applied entry names (`nemesis.episode[2] (pause on …`).
+fn episode_named(entry: &str) -> Option<usize> {
+    entry.strip_prefix("nemesis.episode[")?.split_once(']')?.0.parse().ok()
 }
 
 /// When each episode's first fault started (history ns), by index.
@@ -177,12 +197,19 @@ fn patterns(events: &[Event], p: &CheckResults, by_index: &BTreeMap<u64, &Event>
     let mut holding: BTreeSet<u64> = BTreeSet::new();
     let mut restarted: BTreeSet<u64> = BTreeSet::new();
     let mut last_grant: Option<u64> = None;
+    // Client K's processes are K + clients × incarnation.
+    let client_of = |p: u64| (p - 1) % clients.max(1) + 1;
     for e in events {
         if e.process.is_named(Process::RESOURCE) && e.f == "write" && e.kind == EventType::Fail {
             out.push((Pattern::WriteFenced, e.time));
         }
+        // A killed client holds nothing any more.
+        if e.process.is_named(Process::NEMESIS) && e.f == "kill" && FaultPhase::of_event(e) == Some(FaultPhase::Start) {
+            if let Some(k) = e.node.as_deref().and_then(|n| n.strip_prefix("client-")).and_then(|k| k.parse::<u64>().ok()) {
+                holding.retain(|p| client_of(*p) != k);
+            }
+        }
         let Process::Client(c) = e.process else { continue };
-        // Client K's later processes are numbered K + clients × incarnation.
         if c > clients && restarted.insert(c) {
             out.push((Pattern::ClientRestarted, e.time));
         }

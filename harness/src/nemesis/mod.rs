@@ -283,7 +283,10 @@ impl Nemesis {
             // late grant into a skipped fault. At the end, heal_all names it.
             return Ok(Resolve::Wait);
         }
-        let trigger_ns = firing.first().map(|(_, t)| *t);
+        // Several clients may have fired it since it fell due (sends seen in one poll): the
+        // latest is the one whose event is "just now".
+        let latest = firing.iter().max_by_key(|(c, t)| (*t, std::cmp::Reverse(*c))).copied();
+        let trigger_ns = latest.map(|(_, t)| t);
         let target = match &step.target {
             Target::Client(k) => format!("client-{k}"),
             Target::Node(k) => format!("n{k}"),
@@ -293,7 +296,7 @@ impl Nemesis {
                 // holder is the one it waits for.
                 let client = match (&step.target, trigger) {
                     (Target::Holder | Target::HolderMember, Some(Trigger::Waiting)) => live.holders().first().copied(),
-                    _ => firing.first().map(|(c, _)| *c),
+                    _ => latest.map(|(c, _)| c),
                 };
                 let Some(client) = client.and_then(|c| live.member(c)) else {
                     return Ok(Resolve::Wait);

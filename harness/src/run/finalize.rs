@@ -57,7 +57,10 @@ pub fn check_and_report(
     let results = RunResults {
         scenario: ctx.loaded.name.clone(),
         description: s.description.clone(),
-        matches_expectation: RunResults::matches(expect, outcome, &claims),
+        // `stuck` is met by an unknown outcome, so it asks for itself what unknown stands for
+        // otherwise: a whole run whose faults all took effect.
+        matches_expectation: RunResults::matches(expect, outcome, &claims)
+            && (expect != results::Expectation::Stuck || (record.not_applied.is_empty() && !interrupted)),
         expect,
         outcome,
         run_id: ctx.dir.run_id.clone(),

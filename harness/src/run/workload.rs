@@ -82,6 +82,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
     let mut live = LiveHistory::new();
 
     // From the first fault on, whatever happens, the faults are healed below.
+    let asked_to_end = std::sync::atomic::AtomicBool::new(false);
     let result: anyhow::Result<()> = async {
         ctx.stages.enter(&events, Stage::Clients);
         // A fault this machine cannot inject refuses the run before any client starts.
@@ -105,6 +106,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
             if nemesis.is_done() {
                 // The episodes have shown what they could: the clients finish their rounds.
                 workers.ask_to_end().await?;
+                asked_to_end.store(true, std::sync::atomic::Ordering::Relaxed);
                 return Ok(());
             }
             for (process, member, file) in workers.take_started() {
@@ -148,7 +150,20 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
     } else {
         let w = &s.workload;
         let grace = Duration::from_millis(s.lock.acquire_timeout_ms + w.work_ms.max + 2 * w.op_timeout_ms + w.think_ms + 5000);
-        workers.finish(grace).await?
+        // A client started again just before the ask (its kill healed) may not have listened
+        // yet: ask again while they finish (it is idempotent).
+        let asking_again = async {
+            loop {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                if asked_to_end.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = workers.ask_to_end().await;
+                }
+            }
+        };
+        tokio::select! {
+            finished = workers.finish(grace) => finished?,
+            never = asking_again => never,
+        }
     };
     // A client program found unusable, or a client that died with no fault on it, while the
     // clients finished ends the run as one found during the workload does.

@@ -121,3 +121,18 @@ fn a_failure_before_any_fault_is_the_baselines_and_a_calm_run_has_none() {
     let (results, events) = calm.results();
     assert_eq!(observe(&results, &events, 0, 2000, None), Observation::default());
 }
+
+#[test]
+fn an_episode_one_of_whose_faults_failed_or_did_not_take_effect_did_not_fire() {
+    // Two targets, one start failed: the episode did not take effect as written.
+    let mut h = stuck_after_a_cut();
+    h.fault(1001, 0, FaultPhase::Start, Some("no such container"));
+    let (results, events) = h.results();
+    let seen = observe(&results, &events, 1, 2000, None);
+    assert!(!seen.episodes[0].fired && seen.finding().is_none(), "{seen:?}");
+    // Its heal found it never took effect (a clock slew that did not run fast).
+    let (mut results, events) = stuck_after_a_cut().results();
+    results.not_applied = vec!["nemesis.episode[0] (clock-slew on n1, due at 0 ms) did not take effect: gained +0.2 ms".into()];
+    let seen = observe(&results, &events, 1, 2000, None);
+    assert!(seen.untrusted.unwrap().contains("gained +0.2 ms"));
+}

@@ -162,7 +162,10 @@ impl Strategy for Guided {
 
     fn observe(&mut self, space: &Space, choices: &[u64], seen: &Observation) {
         let candidate = space.decode(choices);
-        for (plan, episode) in candidate.episodes.iter().zip(&seen.episodes) {
+        let not_run = crate::explore::observe::EpisodeSeen::default();
+        for (i, plan) in candidate.episodes.iter().enumerate() {
+            // A run that ended in an error saw none of its episodes: they did not have their turn.
+            let episode = seen.episodes.get(i).unwrap_or(&not_run);
             if !episode.fired {
                 if self.retried.insert(plan.clone()) {
                     self.retry.push_back(plan.clone());
