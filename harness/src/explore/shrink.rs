@@ -9,9 +9,9 @@
 //! (stopping as soon as either is settled). Passes, repeated while one keeps something:
 //! 1. the failing episode alone (the rest dropped), then each episode dropped, last first (all
 //!    of them, when the failure needs no fault);
-//! 2. each value lowered: a binary search over its simpler values for the smallest that still
-//!    fails (at most `MAX_TRIES_PER_VALUE` tried); episode values before the run's own
-//!    (clients, work).
+//! 2. each value lowered, in the order the shape gives (the space: each episode's duration and
+//!    delay, then its trigger, then the run's clients and work): a binary search over its
+//!    simpler values for the smallest that still fails (at most `MAX_TRIES_PER_VALUE` tried).
 
 use results::explore::Property;
 
@@ -41,6 +41,9 @@ pub trait Shape: Sync {
     fn episodes(&self, choices: &[u64]) -> Vec<(usize, usize)>;
     /// Simpler values for position `i`, smallest first.
     fn simpler(&self, choices: &[u64], i: usize) -> Vec<u64>;
+    /// The positions to lower, in the order to lower them: the safest first, so that a step
+    /// back undoes the riskiest.
+    fn lowering_order(&self, choices: &[u64]) -> Vec<usize>;
     /// The sequence written as its candidate reads: two sequences that read the same are one.
     fn normalize(&self, choices: &[u64]) -> Vec<u64>;
 }
@@ -54,6 +57,9 @@ impl Shape for super::space::Space {
     }
     fn normalize(&self, choices: &[u64]) -> Vec<u64> {
         self.encode(&self.decode(choices))
+    }
+    fn lowering_order(&self, choices: &[u64]) -> Vec<usize> {
+        super::space::Space::lowering_order(self, choices)
     }
 }
 
@@ -183,9 +189,7 @@ impl<T: Trial> Shrinker<'_, T> {
     /// the simpler values (a longer fault, a later trigger failing when a shorter, earlier one
     /// does), at most `MAX_TRIES_PER_VALUE` tries per place.
     async fn lower_values(&mut self) {
-        let len = self.best.choices.len();
-        // Episodes' values first, then clients and work: a schedule's shape before its scale.
-        for i in (2..len).chain(0..2.min(len)) {
+        for i in self.shape.lowering_order(&self.best.choices) {
             let ladder = self.shape.simpler(&self.best.choices, i);
             let (mut lo, mut hi, mut tries) = (0, ladder.len(), 0);
             while lo < hi && tries < MAX_TRIES_PER_VALUE {

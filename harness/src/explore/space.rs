@@ -209,6 +209,16 @@ impl Space {
         }
     }
 
+    /// The order to lower values in (the shrinker's): each episode's duration and delay, which
+    /// keep a failure's timing, then its trigger, which moves the fault within the round (the
+    /// riskiest: a step back undoes it first), then the run's clients and work.
+    pub fn lowering_order(&self, choices: &[u64]) -> Vec<usize> {
+        let spans = self.episode_spans(choices);
+        let timing = spans.iter().flat_map(|(start, _)| [start + 4, start + 3]);
+        let triggers = spans.iter().map(|(start, _)| start + 2);
+        timing.chain(triggers).chain([0, 1]).filter(|i| *i < choices.len()).collect()
+    }
+
     /// One episode in the scenario's words: `pause holder for 3000 ms, when in-section + 200 ms`.
     pub fn describe_episode(&self, e: &EpisodePlan) -> String {
         let mut words = format!("{} for {} ms", self.actions[e.action].label, e.duration_ms);
