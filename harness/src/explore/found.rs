@@ -85,10 +85,12 @@ fn as_edited_base(base: &LoadedScenario, s: &crate::scenario::Scenario) -> Optio
     struct Tail<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         claims: Option<&'a results::Claims>,
-        nemesis: &'a crate::scenario::Nemesis,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        nemesis: Option<&'a crate::scenario::Nemesis>,
     }
     let claims = (s.claims != results::Claims::default()).then_some(&s.claims);
-    let tail = toml::to_string(&Tail { claims, nemesis: &s.nemesis }).ok()?;
+    let nemesis = (!s.nemesis.episode.is_empty()).then_some(&s.nemesis);
+    let tail = toml::to_string(&Tail { claims, nemesis }).ok()?;
     if !text.ends_with("\n\n") {
         text.push('\n');
     }
