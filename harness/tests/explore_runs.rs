@@ -45,7 +45,7 @@ fn explore(base: &Path, store: &Path, extra: &[&str]) -> Command {
     cmd.current_dir(root())
         .arg("explore")
         .arg(base)
-        .args(["--seed", "5", "--shrink-runs", "4", "--shrink-accept", "2/2", "--store"])
+        .args(["--seed", "5", "--shrink-runs", "6", "--shrink-accept", "2/2", "--store"])
         .arg(store)
         .args(extra)
         .env("CI", "true")

@@ -145,9 +145,11 @@ async fn nothing_found_exits_0_and_shards_search_apart_and_merge_into_one_page()
     let c = explore::explore(base(), opts(store.path(), Strategy::Guided, 1, 3), &Safe, &EventSink::none()).await.unwrap();
     assert_eq!((c.exit_code(), c.results.found.len()), (0, 0));
 
-    // Two shards of one campaign: each its own slice, each finding the failure; merged, once.
+    // Two shards of one campaign: each its own slice, each finding the failure. Merged with a
+    // third store holding the first shard's campaign again: each distinct finding once.
     let stores = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let mut firsts = vec![];
+    let mut schedules = std::collections::BTreeSet::new();
     for (i, store) in stores.iter().enumerate() {
         let lock = FakeLock::new();
         let mut o = opts(store.path(), Strategy::Guided, 5, 8);
@@ -155,13 +157,24 @@ async fn nothing_found_exits_0_and_shards_search_apart_and_merge_into_one_page()
         let c = explore::explore(base(), o, &lock, &EventSink::none()).await.unwrap();
         assert_eq!(c.results.shard.as_deref(), Some(format!("{}/2", i + 1).as_str()));
         assert_eq!(c.results.found.len(), 1);
+        schedules.insert(c.results.found[0].schedule.clone());
         firsts.push(lock.schedules()[1].clone());
     }
     assert_ne!(firsts[0], firsts[1], "the shards try different schedules");
+    let again = tempfile::tempdir().unwrap();
+    let copy = again.path().join("explore");
+    std::fs::create_dir_all(&copy).unwrap();
+    let first = std::fs::read_dir(stores[0].path().join("explore")).unwrap().next().unwrap().unwrap().path();
+    std::fs::create_dir_all(copy.join("again")).unwrap();
+    for f in std::fs::read_dir(&first).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, copy.join("again").join(f.file_name().unwrap())).unwrap();
+    }
     let out = tempfile::tempdir().unwrap();
-    let merged = explore::merge::merge(&[stores[0].path().to_path_buf(), stores[1].path().to_path_buf()], out.path()).unwrap();
-    assert_eq!((merged.campaigns.len(), merged.found.len()), (2, 1));
-    assert_eq!(merged.found[0].also_in.len(), 1);
+    let all = [stores[0].path().to_path_buf(), stores[1].path().to_path_buf(), again.path().to_path_buf()];
+    let merged = explore::merge::merge(&all, out.path()).unwrap();
+    assert_eq!((merged.campaigns.len(), merged.found.len()), (3, schedules.len()));
+    assert_eq!(merged.found.iter().map(|m| m.also_in.len()).sum::<usize>(), 3 - schedules.len(), "the repeats are named, not listed again");
     let html = std::fs::read_to_string(out.path().join("explore.html")).unwrap();
     assert!(html.contains(&format!("{}found-1.toml", merged.found[0].folder)), "{html}");
 }

@@ -1,7 +1,7 @@
 //! Ours: a baseline run with no fault; then every action × trigger once, first for a duration
 //! past the lock's main clock (a lease outlived), then for one within it (a blip the lock
-//! should ride out); then more of what made the lock do something not seen before under that
-//! fault (docs/explore.md). Feedback is what the lock did around each episode (observe.rs's
+//! should ride out), the clients' faults before the nodes'; then more of what made the lock do
+//! something not seen before under that fault (docs/explore.md). Feedback is what the lock did around each episode (observe.rs's
 //! patterns), not code coverage.
 
 use super::{Slice, Strategy, EPISODES_PER_RUN};
@@ -50,12 +50,16 @@ impl Guided {
         let mut plans = vec![];
         for duration_ms in [above, below] {
             for trigger in TRIGGER_ORDER.iter().filter(|t| space.triggers.contains(t)) {
-                let mut group: Vec<EpisodePlan> = (0..space.actions.len())
-                    .filter(|a| fits(space, *a, *trigger))
-                    .map(|action| EpisodePlan { action, trigger: *trigger, after_trigger_ms: 0, duration_ms })
-                    .collect();
-                group.shuffle(&mut rng);
-                plans.extend(group);
+                // The lock's own parties first (what a lease is about), then one node, then
+                // several; shuffled by the seed within each.
+                for tier in 0..3 {
+                    let mut group: Vec<EpisodePlan> = (0..space.actions.len())
+                        .filter(|a| tier_of(space, *a) == tier && fits(space, *a, *trigger))
+                        .map(|action| EpisodePlan { action, trigger: *trigger, after_trigger_ms: 0, duration_ms })
+                        .collect();
+                    group.shuffle(&mut rng);
+                    plans.extend(group);
+                }
             }
         }
         let first_pass = plans.into_iter().enumerate().filter(|(i, _)| slice.holds(*i)).map(|(_, p)| p).collect();
@@ -130,6 +134,18 @@ fn fits(space: &Space, action: usize, trigger: Option<Trigger>) -> bool {
         return trigger == Some(Trigger::Waiting);
     }
     !(a.follows_the_lock && trigger.is_none())
+}
+
+/// 0: the lock's clients (holder, waiter); 1: one node; 2: several nodes.
+fn tier_of(space: &Space, action: usize) -> u8 {
+    let a = &space.actions[action];
+    if a.targets.iter().any(|t| t.is_client()) {
+        0
+    } else if a.targets.len() == 1 && a.targets[0] != crate::target::Target::AllNodes {
+        1
+    } else {
+        2
+    }
 }
 
 fn is_fixed_client(t: &crate::target::Target) -> bool {
