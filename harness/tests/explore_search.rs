@@ -96,6 +96,17 @@ async fn same_seed_same_scenario_same_strategy_same_candidates_and_another_seed_
         assert_eq!(a, b, "{strategy}: the same seed gave other schedules");
         assert_ne!(a, c, "{strategy}: another seed gave the same schedules");
     }
+    // Runs side by side: a batch is chosen before its runs are seen, so the same --jobs gives
+    // the same schedules too.
+    let two = |seed| async move {
+        let store = tempfile::tempdir().unwrap();
+        let lock = FakeLock::new();
+        let mut o = opts(store.path(), Strategy::Guided, seed, 12);
+        o.jobs = 2;
+        explore::explore(base(), o, &lock, &EventSink::none()).await.unwrap();
+        lock.schedules()
+    };
+    assert_eq!(two(7).await, two(7).await);
 }
 
 #[tokio::test]
