@@ -33,7 +33,8 @@ fn nemesis_events(history: &[checker::Event], fault: &str) -> Vec<(FaultPhase, S
 async fn faults_that_do_not_take_effect_make_the_run_unknown() {
     let dir = tempfile::tempdir().unwrap();
     // client-1 is killed at 0.5 s and comes back only after the run: a step waiting for its
-    // grant from 2 s on never fires.
+    // grant from 3.5 s on never fires (3 s later: a loaded machine may start the client, and so
+    // kill it, well after 0.5 s).
     let never = common::scenario_file(
         dir.path(),
         "never-fires",
@@ -41,7 +42,7 @@ async fn faults_that_do_not_take_effect_make_the_run_unknown() {
             "safe",
             2,
             "[[nemesis.timeline]]\nat_ms = 500\nfault = \"kill\"\ntarget = \"client-1\"\nduration_ms = 60000\n\
-             [[nemesis.timeline]]\nat_ms = 2000\nfault = \"pause\"\ntarget = \"client-1\"\nduration_ms = 500\nwhen = \"acquired\"\nby = \"client-1\"\n",
+             [[nemesis.timeline]]\nat_ms = 3500\nfault = \"pause\"\ntarget = \"client-1\"\nduration_ms = 500\nwhen = \"acquired\"\nby = \"client-1\"\n",
         ),
     );
     // The same pause twice, the second while the first is on.
@@ -69,7 +70,7 @@ async fn faults_that_do_not_take_effect_make_the_run_unknown() {
     let (never, twice, no_holder) = tokio::join!(common::run(&never, 6), common::run(&twice, 6), common::run(&no_holder, 6));
 
     for (run, fault, step, why) in [
-        (&never, "pause", "nemesis.timeline[1] (pause on client-1, due at 2000 ms)", "client-1 was never granted the lock"),
+        (&never, "pause", "nemesis.timeline[1] (pause on client-1, due at 3500 ms)", "client-1 was never granted the lock"),
         (&twice, "pause", "nemesis.timeline[1] (pause on client-2, due at 2000 ms)", "the same fault is already on"),
         (&no_holder, "kill", "nemesis.timeline[1] (kill on ", "no client entered its critical section"),
     ] {

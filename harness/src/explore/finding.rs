@@ -184,9 +184,11 @@ impl Trial for RealTrial<'_, '_> {
             return Attempt::Interrupted;
         }
         match run.observation.finding() {
-            Some(f) if f.property == self.property => {
-                Attempt::Failed { property: f.property, run: run.dir.as_ref().map(|d| s.store_relative(d)) }
-            }
+            Some(f) if f.property == self.property => Attempt::Failed {
+                property: f.property,
+                episode: f.episode.map(|i| i as usize),
+                run: run.dir.as_ref().map(|d| s.store_relative(d)),
+            },
             _ => Attempt::Passed,
         }
     }

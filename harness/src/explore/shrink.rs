@@ -6,7 +6,10 @@
 //! fake.
 //!
 //! Runs are noisy: a smaller sequence is kept only when it fails in at least `k` of `n` runs
-//! (stopping as soon as either is settled). Passes, repeated while one keeps something:
+//! (stopping as soon as either is settled). What came after a failure is cut without a run:
+//! episodes that start after it cannot have caused it, and after a stuck lock they are never
+//! reached (a found scenario holding them would end `unknown`). Passes, repeated while one
+//! keeps something:
 //! 1. the failing episode alone (the rest dropped), then each episode dropped, last first (all
 //!    of them, when the failure needs no fault);
 //! 2. each value lowered, in the order the shape gives (the space: each episode's duration and
@@ -21,8 +24,9 @@ pub const MAX_TRIES_PER_VALUE: usize = 3;
 /// One run of a sequence.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Attempt {
-    /// It failed: the property, and where the run is (to show the shrunk run).
-    Failed { property: Property, run: Option<String> },
+    /// It failed: the property, the episode it failed in (None: before any), and where the
+    /// run is (to show the shrunk run).
+    Failed { property: Property, episode: Option<usize>, run: Option<String> },
     /// It ran and did not fail that way (or could not vouch for it).
     Passed,
     /// Ctrl-C: stop now, keep what is shrunk so far.
@@ -104,6 +108,7 @@ pub async fn shrink<T: Trial>(
     opts: ShrinkOptions,
 ) -> Shrunk {
     let choices = shape.normalize(&choices);
+    let choices = episode.map_or(choices.clone(), |i| cut_after(shape, &choices, i));
     let trail = vec![(choices.clone(), run.clone())];
     let best = Shrunk { choices, run, steps: 0, runs: 0, interrupted: false, trail };
     let mut s = Shrinker { shape, trial, property, opts, best };
@@ -133,12 +138,19 @@ impl<T: Trial> Shrinker<'_, T> {
             return false;
         }
         let (mut failed, mut passed, mut run) = (0, 0, None);
+        // The latest episode a failing run failed in; None once one failed before any.
+        let mut failed_by: Option<Option<usize>> = None;
         while failed < self.opts.k && passed <= self.opts.n - self.opts.k && !self.done() {
             self.best.runs += 1;
             match self.trial.attempt(&candidate).await {
-                Attempt::Failed { property, run: r } if property == self.property => {
+                Attempt::Failed { property, episode, run: r } if property == self.property => {
                     failed += 1;
                     run = r.or(run);
+                    failed_by = Some(match (failed_by, episode) {
+                        (Some(Some(a)), Some(b)) => Some(a.max(b)),
+                        (None, e) => e,
+                        _ => None,
+                    });
                 }
                 Attempt::Failed { .. } | Attempt::Passed => passed += 1,
                 Attempt::Interrupted => {
@@ -148,6 +160,10 @@ impl<T: Trial> Shrinker<'_, T> {
             }
         }
         let kept = failed >= self.opts.k;
+        let candidate = match failed_by {
+            Some(Some(i)) if kept => cut_after(self.shape, &candidate, i),
+            _ => candidate,
+        };
         if kept {
             self.best.trail.push((candidate.clone(), run.clone()));
             self.best.choices = candidate;
@@ -207,6 +223,14 @@ impl<T: Trial> Shrinker<'_, T> {
                 }
             }
         }
+    }
+}
+
+/// `choices` without the episodes after episode `i`.
+fn cut_after(shape: &dyn Shape, choices: &[u64], i: usize) -> Vec<u64> {
+    match shape.episodes(choices).get(i) {
+        Some(&(_, end)) if end < choices.len() => shape.normalize(&[&choices[..end], &[0]].concat()),
+        _ => choices.to_vec(),
     }
 }
 
