@@ -108,7 +108,10 @@ pub async fn shrink<T: Trial>(
     opts: ShrinkOptions,
 ) -> Shrunk {
     let choices = shape.normalize(&choices);
-    let choices = episode.map_or(choices.clone(), |i| cut_after(shape, &choices, i));
+    let choices = match episode {
+        Some(i) => cut_after(shape, &choices, i),
+        None => choices,
+    };
     let trail = vec![(choices.clone(), run.clone())];
     let best = Shrunk { choices, run, steps: 0, runs: 0, interrupted: false, trail };
     let mut s = Shrinker { shape, trial, property, opts, best };

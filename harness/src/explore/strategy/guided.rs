@@ -1,8 +1,8 @@
 //! Ours: a baseline run with no fault; then every action × trigger once, first for a duration
 //! past the lock's main clock (a lease outlived), then for one within it (a blip the lock
 //! should ride out), the clients' faults before the nodes'; then more of what made the lock do
-//! something not seen before under that fault (docs/explore.md). Feedback is what the lock did around each episode (observe.rs's
-//! patterns), not code coverage.
+//! something not seen before under that fault (docs/explore.md). Feedback is what the lock did
+//! around each episode (observe.rs's patterns), not code coverage.
 
 use super::{Slice, Strategy, EPISODES_PER_RUN};
 use crate::explore::candidate::{Candidate, EpisodePlan};
