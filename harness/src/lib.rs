@@ -7,6 +7,7 @@
 pub mod output;
 
 pub mod client_program;
+pub mod bounded_lines;
 pub mod clock;
 pub mod containers;
 pub mod event_log;

@@ -265,6 +265,7 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
         workers,
         warnings,
         not_applied: skipped_faults(&events),
+        refused_requests: run_verdict::refused(&dir.path),
         properties: check,
         claims,
     };

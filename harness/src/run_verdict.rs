@@ -4,7 +4,7 @@
 
 use crate::run_store::{self, EffectiveScenario, RunDir};
 use checker::{CheckOptions, Event, Verdict};
-use results::RunResults;
+use results::{RefusedRequests, RunResults};
 use std::path::Path;
 use std::time::Duration;
 
@@ -44,6 +44,17 @@ pub fn vouched(verdict: Verdict, cut_short: bool) -> Verdict {
         Verdict::Valid if cut_short => Verdict::Unknown,
         v => v,
     }
+}
+
+/// The requests the resource of the run in `folder` refused: somebody who is no worker of the
+/// run tried to write its record (resource/refusals.rs). A run with any cannot vouch for
+/// safety; an unreadable record of them counts as one.
+pub fn refused(folder: &Path) -> RefusedRequests {
+    crate::resource::refusals::read(&folder.join(crate::resource::refusals::FILE)).unwrap_or_else(|e| RefusedRequests {
+        count: 1,
+        at_least: true,
+        first: vec![format!("the record of refused requests cannot be read: {e:#}")],
+    })
 }
 
 /// Writes results.json and report.html into the run folder.

@@ -95,11 +95,17 @@ pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
         return run_without_lock(&config, op_timeout).await;
     }
     let lock: Box<dyn LockClient> = match &config.program {
-        Some(spec) => Box::new(ProgramClient::start(spec, config.process, op_timeout, Duration::from_millis(config.lock.ttl_ms)).await?),
+        Some(spec) => {
+            // Init may not outlast the run: a program still silent at the stop time is named
+            // by this worker, before the run has to stop it.
+            let left = Duration::from_nanos(config.stop_at.saturating_sub(RunClock { t0_ns: config.t0_ns }.now()));
+            let ttl = Duration::from_millis(config.lock.ttl_ms);
+            Box::new(ProgramClient::start(spec, config.process, op_timeout, ttl, left.max(Duration::from_secs(1))).await?)
+        }
         None => lock_backends::connect_client(&config.backend, &config.lock, op_timeout).await?,
     };
     let resource: Box<dyn ResourceCall> = match config.resource_params.kind {
-        ResourceKind::Ledger => Box::new(ResourceClient::new(config.resource, op_timeout)),
+        ResourceKind::Ledger => Box::new(ResourceClient::new(config.resource, op_timeout, config.resource_proof.clone())),
         ResourceKind::Postgres => {
             let clock = RunClock { t0_ns: config.t0_ns };
             Box::new(PostgresTable::new(config.resource, config.resource_params.mode, op_timeout, clock))

@@ -379,6 +379,17 @@ fn warnings(r: &RunResults) -> Markup {
                 ul class="warnings" { @for n in &r.not_applied { li { (n) } } }
             }
         }
+        @if !r.refused_requests.is_empty() {
+            section id="refused" {
+                h2 { "Requests the resource refused" }
+                p {
+                    "The resource refused " (r.refused_requests.counted())
+                    " that no worker of the run sent (a client program tried to write the record). "
+                    "The record holds only the workers' requests, so a violation in it stands; the run cannot be judged safe."
+                }
+                ul class="warnings" { @for n in &r.refused_requests.first { li { (n) } } }
+            }
+        }
         section id="warnings" {
             h2 { "Warnings" }
             @if r.warnings.is_empty() {

@@ -99,6 +99,7 @@ fn results_for(history: &[Event], expect: Expectation) -> RunResults {
             .collect(),
         warnings: vec![],
         not_applied: vec![],
+        refused_requests: Default::default(),
         properties,
         claims: vec![],
     }

@@ -30,6 +30,10 @@ pub struct RunResults {
     /// is `unknown`: it did not test what its scenario claims.
     #[serde(default)]
     pub not_applied: Vec<String>,
+    /// Requests the resource refused because no worker of the run sent them: somebody (a
+    /// client program) tried to write the record. A run with any is not `safe`.
+    #[serde(default, skip_serializing_if = "RefusedRequests::is_empty")]
+    pub refused_requests: RefusedRequests,
     /// Each property's verdict, counts and evidence.
     pub properties: CheckResults,
     /// The scenario's claimed figures (`[claims]`), as this run measured them.
@@ -41,6 +45,29 @@ impl RunResults {
     /// Whether a run matched its scenario: the expected outcome, and every claimed figure.
     pub fn matches(expect: Expectation, outcome: Outcome, claims: &[ClaimCheck]) -> bool {
         expect.is_met_by(outcome) && claims.iter().all(|c| c.met)
+    }
+}
+
+/// How many requests the resource refused (`at_least`: it stopped recording them), and the
+/// first few, described.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct RefusedRequests {
+    pub count: u64,
+    #[serde(default)]
+    pub at_least: bool,
+    #[serde(default)]
+    pub first: Vec<String>,
+}
+
+impl RefusedRequests {
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// "3 requests", "at least 1000 requests".
+    pub fn counted(&self) -> String {
+        let plural = if self.count == 1 { "" } else { "s" };
+        format!("{}{} request{plural}", if self.at_least { "at least " } else { "" }, self.count)
     }
 }
 

@@ -93,7 +93,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|m| linearizability::check_with(&parsed.events, m, &opts))
         .transpose()
         .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    let outcome = run_verdict::vouched(lin.as_ref().map(|l| l.verdict).unwrap_or(properties.outcome), cut_short.is_some());
+    let refused = run_folder(&args.file).map(run_verdict::refused).unwrap_or_default();
+    if !refused.is_empty() {
+        parsed.warnings.push(format!(
+            "the run's resource refused {} that no worker sent (first: {}): it cannot be judged safe",
+            refused.counted(),
+            refused.first.first().map_or("", String::as_str)
+        ));
+    }
+    let outcome =
+        run_verdict::vouched(lin.as_ref().map(|l| l.verdict).unwrap_or(properties.outcome), cut_short.is_some() || !refused.is_empty());
     let report =
         CheckReport { file, events: parsed.events.len(), warnings: parsed.warnings, outcome, properties, linearizability: lin, cut_short };
     if args.json {

@@ -7,11 +7,10 @@
 //! run ends unknown. One that exits is `ClientGone::Exited`: its open operation is `info` and
 //! the run starts the client again as a new process.
 
-mod lines;
 mod protocol;
 
 use crate::lock_backends::{ClientGone, Grant, LockClient, LockError, TxResource};
-use lines::{Line, Lines};
+use crate::bounded_lines::{Line, Lines};
 pub use protocol::Capability;
 use protocol::{Request, Response};
 use serde::{Deserialize, Serialize};
@@ -60,8 +59,13 @@ pub struct ProgramSpec {
 
 /// Uid and gid of `nobody` on Debian.
 const NOBODY: u32 = 65534;
+/// Longer answer lines than this are no answer.
+const MAX_ANSWER_LINE: usize = 1 << 20;
 /// A program's first answer may wait for its runtime to start (Python importing grpc).
-const INIT_WAIT: Duration = Duration::from_secs(20);
+pub const INIT_WAIT: Duration = Duration::from_secs(20);
+/// A request still unread when its wait ended gets this long more to be read: a container
+/// thawed after a pause wakes the worker's timer and the program together.
+const READ_GRACE: Duration = Duration::from_secs(1);
 
 pub struct ProgramClient {
     /// `python3 clients/x.py`, for errors.
@@ -83,7 +87,9 @@ pub struct ProgramClient {
 impl ProgramClient {
     /// Starts the program and introduces the run (`init`); Unusable when it cannot start, does
     /// not answer `init_ok`, or lacks a capability the scenario needs.
-    pub async fn start(spec: &ProgramSpec, process: u64, op_timeout: Duration, ttl: Duration) -> Result<Self, ClientGone> {
+    /// `init_wait`: how long `init` may take (at most [`INIT_WAIT`]; less when the run ends
+    /// sooner, so that a slow program is named before the run stops its worker).
+    pub async fn start(spec: &ProgramSpec, process: u64, op_timeout: Duration, ttl: Duration, init_wait: Duration) -> Result<Self, ClientGone> {
         let shown = spec.command.join(" ");
         let (program, args) = spec.command.split_first().ok_or_else(|| ClientGone::Unusable("the client command is empty".into()))?;
         let mut command = Command::new(program);
@@ -104,7 +110,7 @@ impl ProgramClient {
             .spawn()
             .map_err(|e| ClientGone::Unusable(format!("cannot start client program `{shown}` in {}: {e}", spec.dir.display())))?;
         let stdin = child.stdin.take().expect("piped stdin");
-        let answers = Lines::new(child.stdout.take().expect("piped stdout"));
+        let answers = Lines::new(child.stdout.take().expect("piped stdout"), MAX_ANSWER_LINE);
         let mut client = ProgramClient {
             shown,
             child,
@@ -125,7 +131,7 @@ impl ProgramClient {
             lock: spec.lock.clone(),
             op_timeout_ms: op_timeout.as_millis() as u64,
         };
-        let capabilities = match client.call(init, INIT_WAIT).await {
+        let capabilities = match client.call(init, init_wait.min(INIT_WAIT)).await {
             Ok(Response::InitOk { capabilities }) => capabilities,
             Ok(other) => unreachable!("call checks the answer's type: {other:?}"),
             // Gone before it could say hello: it would only be started again and again.
@@ -164,6 +170,9 @@ impl ProgramClient {
         }
         let id = self.next_id;
         self.next_id += 1;
+        // With no request given up, the program has nothing to be busy with: it should read
+        // this one at once. (With one given up, it may still be in that one's call.)
+        let idle = self.given_up.is_empty();
         match tokio::time::timeout(self.op_timeout.max(INIT_WAIT), self.send(&request.line(id))).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(LockError::Gone(self.exited(&format!("could not be sent request {id} ({e})")).await)),
@@ -175,6 +184,10 @@ impl ProgramClient {
             let line = match tokio::time::timeout_at(deadline.into(), self.answers.next()).await {
                 Err(_) => {
                     self.given_up.insert(id);
+                    if idle && self.still_unread().await {
+                        let why = format!("stopped reading its input: request {id} was still unread {} ms after it was sent", wait.as_millis());
+                        return Err(LockError::Gone(self.unusable(why)));
+                    }
                     return Err(LockError::Unknown(format!("no answer to request {id} within {} ms", wait.as_millis())));
                 }
                 Ok(Ok(Line::Complete(line))) => line,
@@ -183,7 +196,7 @@ impl ProgramClient {
                     return Err(LockError::Gone(self.exited(&format!("{how} with request {id} open")).await));
                 }
                 Ok(Ok(Line::TooLong)) => {
-                    return Err(LockError::Gone(self.unusable(format!("wrote a line longer than {} bytes", lines::MAX_LINE))))
+                    return Err(LockError::Gone(self.unusable(format!("wrote a line longer than {} bytes", MAX_ANSWER_LINE))))
                 }
                 Ok(Ok(Line::NotUtf8)) => return Err(LockError::Gone(self.unusable("wrote a line that is not UTF-8".into()))),
                 Ok(Err(e)) => return Err(LockError::Gone(self.exited(&format!("could not be read ({e}) with request {id} open")).await)),
@@ -212,6 +225,20 @@ impl ProgramClient {
         }
     }
 
+    /// Whether the program's input still holds bytes it has not read, through [`READ_GRACE`].
+    async fn still_unread(&self) -> bool {
+        let deadline = Instant::now() + READ_GRACE;
+        loop {
+            if unread_bytes(&self.stdin) == 0 {
+                return false;
+            }
+            if Instant::now() >= deadline {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     async fn send(&mut self, line: &str) -> std::io::Result<()> {
         self.stdin.write_all(line.as_bytes()).await?;
         self.stdin.flush().await
@@ -233,6 +260,20 @@ impl ProgramClient {
             return Err(LockError::Refused(format!("the client program does not offer `{name}`")));
         }
         self.call(request, self.op_timeout).await
+    }
+}
+
+/// The bytes written into the program's input pipe that it has not read yet (FIONREAD works
+/// on either end of a Linux pipe); 0 when it cannot be told.
+fn unread_bytes(stdin: &ChildStdin) -> usize {
+    use std::os::fd::AsRawFd;
+    let mut unread: nix::libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which lives for the call.
+    let ok = unsafe { nix::libc::ioctl(stdin.as_raw_fd(), nix::libc::FIONREAD, &mut unread) } == 0;
+    if ok {
+        unread.max(0) as usize
+    } else {
+        0
     }
 }
 

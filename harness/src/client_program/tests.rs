@@ -1,8 +1,8 @@
 //! The protocol's cases against real programs: a small shell script (so the tests need
 //! nothing beyond a POSIX shell) that answers the n-th request with its n-th argument: a line
 //! in which `ID` becomes the request's id, `exit:N` (exit with N), `partial:TEXT` (write TEXT
-//! with no newline and exit), `sleep:S:LINE` (answer LINE after S seconds), or, past the last
-//! argument, `{"id":ID,"type":"<request type>_ok"}`.
+//! with no newline and exit), `sleep:S:LINE` (answer LINE after S seconds), `deaf:LINE` (answer
+//! LINE, then never read again), or, past the last argument, `{"id":ID,"type":"<request type>_ok"}`.
 
 use super::*;
 
@@ -16,6 +16,7 @@ while IFS= read -r request; do
   case "$step" in
     exit:*) exit "${step#exit:}" ;;
     partial:*) printf '%s' "${step#partial:}"; exit 9 ;;
+    deaf:*) printf '%s\n' "${step#deaf:}" | sed "s/ID/$id/g"; exec sleep 60 ;;
     sleep:*) rest=${step#sleep:}; sleep "${rest%%:*}"; step=${rest#*:} ;;
   esac
   printf '%s\n' "$step" | sed "s/ID/$id/g"
@@ -45,7 +46,7 @@ fn spec(script: Vec<String>, needs: Vec<Capability>) -> ProgramSpec {
 }
 
 async fn start(script: Vec<String>, needs: Vec<Capability>) -> Result<ProgramClient, ClientGone> {
-    ProgramClient::start(&spec(script, needs), 1, Duration::from_millis(1500), Duration::from_millis(2000)).await
+    ProgramClient::start(&spec(script, needs), 1, Duration::from_millis(1500), Duration::from_millis(2000), INIT_WAIT).await
 }
 
 fn grant() -> Grant {
@@ -124,7 +125,7 @@ async fn a_missing_capability_is_unusable_at_init_naming_what_needs_it() {
 async fn a_program_that_cannot_start_is_unusable_naming_the_command() {
     let mut s = spec(vec![], vec![]);
     s.command = vec!["clients/no-such-program".into(), "--flag".into()];
-    let Err(ClientGone::Unusable(why)) = ProgramClient::start(&s, 1, Duration::from_secs(1), Duration::from_secs(2)).await else {
+    let Err(ClientGone::Unusable(why)) = ProgramClient::start(&s, 1, Duration::from_secs(1), Duration::from_secs(2), INIT_WAIT).await else {
         panic!("expected Unusable")
     };
     assert!(why.starts_with("cannot start client program `clients/no-such-program --flag`"), "{why}");
@@ -166,4 +167,36 @@ async fn transactional_is_used_only_where_the_backend_needs_it() {
     assert!(elsewhere.transactional_resource().is_none());
     let mut xact = start(steps(&[offers]), vec![Capability::Transactional]).await.unwrap();
     assert!(xact.transactional_resource().is_some());
+}
+
+#[tokio::test]
+async fn a_program_that_stops_reading_its_input_is_unusable() {
+    let mut c = start(steps(&[INIT_OK, r#"deaf:{"id":ID,"type":"acquire_ok","token":1}"#]), vec![]).await.unwrap();
+    c.acquire("ledger", Duration::ZERO).await.unwrap();
+    let why = unusable(c.release("ledger", &grant()).await);
+    assert!(why.contains("stopped reading its input: request 2 was still unread"), "{why}");
+}
+
+#[tokio::test]
+async fn a_program_busy_with_a_request_given_up_is_slow_not_deaf() {
+    // Request 1 is given up while the program sleeps in it; request 2 waits unread behind it.
+    let script = steps(&[INIT_OK, r#"sleep:3.5:{"id":ID,"type":"acquire_ok","token":1}"#, r#"{"id":ID,"type":"release_ok"}"#]);
+    let mut c = start(script, vec![]).await.unwrap();
+    assert!(matches!(c.acquire("ledger", Duration::ZERO).await, Err(LockError::Unknown(_))));
+    match c.release("ledger", &grant()).await {
+        Ok(()) | Err(LockError::Unknown(_)) => {}
+        other => panic!("a busy program is not unusable: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn init_waits_no_longer_than_it_is_given() {
+    let s = spec(steps(&[r#"sleep:5:{"id":ID,"type":"init_ok"}"#]), vec![]);
+    let started = Instant::now();
+    let Err(ClientGone::Unusable(why)) = ProgramClient::start(&s, 1, Duration::from_secs(1), Duration::from_secs(2), Duration::from_millis(700)).await
+    else {
+        panic!("expected Unusable")
+    };
+    assert!(why.contains("init failed: no answer to request 0 within 700 ms"), "{why}");
+    assert!(started.elapsed() < Duration::from_secs(4), "it waited for the program's 5 s");
 }

@@ -26,6 +26,10 @@ impl Reporter for Summary {
                 for n in &results.not_applied {
                     print_line!("  not applied: {n}");
                 }
+                if !results.refused_requests.is_empty() {
+                    let r = &results.refused_requests;
+                    print_line!("  the resource refused {} that no worker sent; first: {}", r.counted(), r.first.join("; "));
+                }
                 for w in results.workers.iter().filter(|w| w.status != WorkerFate::Finished) {
                     print_line!("  worker {} {} (exit code {:?})", w.name, w.status, w.exit_code);
                 }

@@ -1,6 +1,6 @@
 //! The workers' side of the resource protocol.
 
-use super::protocol::{Request, Response};
+use super::protocol::{Request, Response, Signed};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -19,12 +19,14 @@ pub enum CallError {
 pub struct ResourceClient {
     addr: SocketAddr,
     timeout: Duration,
+    /// Sent with every request: the resource refuses a request without its sender's proof.
+    proof: String,
     conn: Option<BufReader<TcpStream>>,
 }
 
 impl ResourceClient {
-    pub fn new(addr: SocketAddr, timeout: Duration) -> Self {
-        ResourceClient { addr, timeout, conn: None }
+    pub fn new(addr: SocketAddr, timeout: Duration, proof: String) -> Self {
+        ResourceClient { addr, timeout, proof, conn: None }
     }
 
     pub async fn call(&mut self, req: &Request) -> Result<Response, CallError> {
@@ -59,7 +61,7 @@ impl ResourceClient {
             self.conn = Some(BufReader::new(stream));
         }
         let conn = self.conn.as_mut().expect("connected above");
-        let mut line = serde_json::to_vec(req)?;
+        let mut line = serde_json::to_vec(&Signed { request: req.clone(), proof: self.proof.clone() })?;
         line.push(b'\n');
         conn.get_mut().write_all(&line).await?;
         let mut reply = String::new();

@@ -7,7 +7,9 @@
 pub mod client;
 pub mod ledger;
 pub mod postgres_table;
+pub mod proof;
 pub mod protocol;
+pub mod refusals;
 pub mod server;
 
 use serde::{Deserialize, Serialize};

@@ -46,7 +46,10 @@ pub fn check_and_report(
     }
     let check = checker::check(&events, &crate::run_verdict::check_options(&events, s.stuck_bound()));
     // A cut-short run can show a violation, but cannot vouch for safety.
-    let mut outcome = Outcome::of_verdict(crate::run_verdict::vouched(check.outcome, interrupted));
+    // Somebody tried to write the resource's record who is no worker: the record holds only the
+    // workers' requests, so a violation in it stands, but the run cannot vouch for safety.
+    let refused_requests = crate::run_verdict::refused(&ctx.dir.path);
+    let mut outcome = Outcome::of_verdict(crate::run_verdict::vouched(check.outcome, interrupted || !refused_requests.is_empty()));
     // A run whose faults did not all take effect did not test what the scenario claims, whatever
     // its record shows.
     if !record.not_applied.is_empty() {
@@ -74,6 +77,7 @@ pub fn check_and_report(
         workers: record.workers,
         warnings,
         not_applied: record.not_applied,
+        refused_requests,
         properties: check,
         claims,
     };

@@ -45,6 +45,8 @@ pub struct RunContext {
     pub stages: stages::StageTimes,
     /// The nodes' hosts, connected, checked and claimed, when the run has a nodes-file.
     pub remote: Option<Arc<RemoteNodes>>,
+    /// The key the resource checks workers' requests by (resource/proof.rs).
+    pub resource_key: crate::resource::proof::RunKey,
 }
 
 /// What the workload phase observed, for results.json.
@@ -102,7 +104,16 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
             return Err(e);
         }
     }
-    let ctx = Arc::new(RunContext { loaded, seed, dir, clock: RunClock::start_now(), exe, stages, remote });
+    let ctx = Arc::new(RunContext {
+        loaded,
+        seed,
+        dir,
+        clock: RunClock::start_now(),
+        exe,
+        stages,
+        remote,
+        resource_key: crate::resource::proof::RunKey::generate(),
+    });
     if let Err(e) = finalize::write_inputs(&ctx) {
         if let Some(remote) = &ctx.remote {
             let _ = remote.teardown(&ctx.dir.path.join("logs")).await;

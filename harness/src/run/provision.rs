@@ -6,6 +6,7 @@ use crate::containers::{Cluster, ContainerSpec, Role};
 use crate::lock_backends::BackendSetup;
 use crate::node_image::IMAGE;
 use crate::resource::postgres_table;
+use crate::resource::proof;
 use crate::resource::ResourceKind;
 use crate::wait::{self, Probe};
 use anyhow::{bail, Context};
@@ -93,7 +94,7 @@ pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events:
         .map(|i| cluster.start(container_spec(ctx, &format!("n{i}"), Role::Node, vec!["sleep".into(), "infinity".into()])));
     let (nodes, resource) = futures_util::future::join(
         futures_util::future::try_join_all(nodes),
-        cluster.start(container_spec(ctx, "resource", Role::Resource, resource_cmd)),
+        cluster.start(resource_spec(ctx, resource_cmd)),
     )
     .await;
     nodes?;
@@ -126,6 +127,14 @@ pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events:
     Ok(Provisioned { cluster, backend, resource: SocketAddr::new(resource.ip.into(), resource_port) })
 }
 
+/// The resource's container: the one that holds the run's key (in its environment), to check
+/// that each request comes from a worker.
+fn resource_spec(ctx: &RunContext, cmd: Vec<String>) -> ContainerSpec {
+    let mut spec = container_spec(ctx, "resource", Role::Resource, cmd);
+    spec.env.push(format!("{}={}", proof::KEY_ENV, ctx.resource_key.to_hex()));
+    spec
+}
+
 /// `lockchaos resource` in the resource container, logging into the run folder.
 fn ledger_cmd(ctx: &RunContext) -> Vec<String> {
     let s = &ctx.loaded.scenario;
@@ -138,6 +147,8 @@ fn ledger_cmd(ctx: &RunContext) -> Vec<String> {
         format!("{:?}", s.resource.mode).to_lowercase(),
         "--log".into(),
         format!("{RUN_MOUNT}/resource.jsonl"),
+        "--refused-log".into(),
+        format!("{RUN_MOUNT}/{}", crate::resource::refusals::FILE),
         "--t0-ns".into(),
         ctx.clock.t0_ns.to_string(),
     ]

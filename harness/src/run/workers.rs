@@ -36,6 +36,16 @@ struct State {
     expected_deaths: std::collections::BTreeSet<u64>,
 }
 
+/// Writes a file only its owner (root, in the containers) can read: a worker's configuration
+/// holds its proof for the resource, which the client program beside it must not read.
+fn write_private(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    file.write_all(contents)
+}
+
 fn slot_of(name: &str) -> anyhow::Result<u32> {
     name.strip_prefix("client-").and_then(|k| k.parse().ok()).ok_or_else(|| anyhow::anyhow!("{name} is not a client"))
 }
@@ -59,7 +69,8 @@ impl<'a> Workers<'a> {
         // The first process keeps the plain names; later ones carry their process number.
         let stem = if incarnation == 0 { format!("client-{k}") } else { format!("client-{k}-p{process}") };
         let name = format!("client-{k}");
-        let mut config = WorkerConfig { process, client: k, events: WORKER_EVENTS.into(), ..self.template.clone() };
+        let resource_proof = self.ctx.resource_key.proof(process);
+        let mut config = WorkerConfig { process, client: k, events: WORKER_EVENTS.into(), resource_proof, ..self.template.clone() };
         if let Some((one, _)) = self.one_member(k) {
             config.backend = one;
         }
@@ -69,7 +80,7 @@ impl<'a> Workers<'a> {
         }
         let workers = self.ctx.dir.path.join("workers");
         let (file, events) = (workers.join(format!("{stem}.config.json")), workers.join(format!("{stem}.jsonl")));
-        std::fs::write(&file, serde_json::to_vec_pretty(&config)?)?;
+        write_private(&file, &serde_json::to_vec_pretty(&config)?)?;
         // Mounted as a file, so it must exist; root's alone to write, whatever the umask (a
         // client program runs as nobody).
         std::fs::write(&events, b"")?;
@@ -169,8 +180,15 @@ impl<'a> Workers<'a> {
             if exited && !running {
                 let fate = if exit_code == Some(0) { WorkerFate::Finished } else { WorkerFate::Died };
                 self.end(k, process, fate, exit_code, None);
+            } else if let Err(e) = self.cluster.signal(&name, "SIGKILL").await {
+                // It may have exited between the wait and the kill: then that is its end.
+                let (running, exit_code) = self.cluster.state(&name).await?;
+                if running {
+                    return Err(e);
+                }
+                let fate = if exit_code == Some(0) { WorkerFate::Finished } else { WorkerFate::Died };
+                self.end(k, process, fate, exit_code, None);
             } else {
-                self.cluster.signal(&name, "SIGKILL").await?;
                 self.end(k, process, WorkerFate::Killed, None, None);
             }
             Ok::<_, anyhow::Error>(())

@@ -63,6 +63,8 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
         workload: s.workload.clone(),
         resource: provisioned.resource,
         resource_params: s.resource.clone(),
+        // Set per process by Workers::start.
+        resource_proof: String::new(),
         events: RUN_MOUNT.into(),
         seed: ctx.seed,
         program: s.client.command.clone().map(|command| ProgramSpec {

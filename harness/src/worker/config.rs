@@ -24,6 +24,10 @@ pub struct WorkerConfig {
     /// Which resource is at that address, and its mode.
     #[serde(default)]
     pub resource_params: ResourceParams,
+    /// The proof this process sends with each request to the ledger (resource/proof.rs). This
+    /// file is root's alone to read: a client program runs as nobody and must not learn it.
+    #[serde(default)]
+    pub resource_proof: String,
     pub events: PathBuf,
     /// Draws of the run (work times): the run's seed mixed with the process number.
     #[serde(default)]

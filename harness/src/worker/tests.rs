@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::lock_backends::{ClientConfig, LockParams};
-use crate::resource::server::serve_on;
+use crate::resource::proof::RunKey;
+use crate::resource::server::{serve_on, Logs};
 use crate::resource::{ResourceMode, ResourceParams};
 use checker::Event;
 use std::collections::VecDeque;
@@ -46,19 +47,30 @@ fn config(dir: &std::path::Path, resource: SocketAddr, run_ms: u64) -> WorkerCon
         workload: Workload { key: "ledger".into(), work_ms: WorkMs::fixed(5), think_ms: 5, op_timeout_ms: 500, ..Workload::default() },
         resource,
         resource_params: ResourceParams::default(),
+        resource_proof: String::new(),
         events: dir.join("client-3.jsonl"),
         seed: 1,
         program: None,
     }
 }
 
+/// The key of the tests' resource.
+fn test_key() -> RunKey {
+    RunKey::from_hex(&"5a".repeat(32)).unwrap()
+}
+
 async fn start_resource(dir: &std::path::Path) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let log = dir.join("resource.jsonl");
+    let (log, refused) = (dir.join("resource.jsonl"), dir.join("refused.jsonl"));
     let clock = crate::clock::RunClock::start_now();
-    tokio::spawn(async move { serve_on(listener, ResourceMode::Unfenced, &log, clock).await });
+    tokio::spawn(async move { serve_on(listener, ResourceMode::Unfenced, test_key(), Logs { log: &log, refused: &refused }, clock).await });
     addr
+}
+
+/// Process 3's connection to the tests' resource.
+fn resource_client(addr: SocketAddr, timeout_ms: u64) -> ResourceClient {
+    ResourceClient::new(addr, Duration::from_millis(timeout_ms), test_key().proof(3))
 }
 
 fn events(path: &std::path::Path) -> Vec<Event> {
@@ -76,7 +88,7 @@ async fn a_round_is_acquire_read_write_release_with_values_tokens_and_times() {
     let addr = start_resource(dir.path()).await;
     let cfg = config(dir.path(), addr, 150);
     let lock = Box::new(ScriptedLock::default());
-    run_with(&cfg, lock, Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap();
+    run_with(&cfg, lock, Box::new(resource_client(addr, 500))).await.unwrap();
     let evs = events(&cfg.events);
     assert!(evs.len() >= 16, "at least two rounds in 150 ms: {}", evs.len());
     let round = ["invoke acquire", "ok acquire", "invoke read", "ok read", "invoke write", "ok write", "invoke release", "ok release"];
@@ -110,7 +122,7 @@ async fn refusals_are_fail_and_unknown_outcomes_are_info() {
         releases: VecDeque::from([Err(LockError::Unknown("timed out".into()))]),
         ..ScriptedLock::default()
     });
-    run_with(&cfg, lock, Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap();
+    run_with(&cfg, lock, Box::new(resource_client(addr, 500))).await.unwrap();
     let evs = events(&cfg.events);
     let first_two_rounds: Vec<_> = shape(&evs).into_iter().take(10).collect();
     assert_eq!(
@@ -136,11 +148,12 @@ async fn refusals_are_fail_and_unknown_outcomes_are_info() {
 #[tokio::test]
 async fn an_unreachable_resource_makes_the_read_info_and_skips_the_write() {
     let dir = tempfile::tempdir().unwrap();
-    // A port nothing listens on: bind, note it, drop the listener.
-    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    // A port nothing listens on: bind, note it, drop the listener; on an address no other test
+    // binds, so that nobody takes the port in between.
+    let addr = std::net::TcpListener::bind("127.0.0.3:0").unwrap().local_addr().unwrap();
     let cfg = config(dir.path(), addr, 1);
     let lock = Box::new(ScriptedLock::default());
-    run_with(&cfg, lock, Box::new(ResourceClient::new(addr, Duration::from_millis(200)))).await.unwrap();
+    run_with(&cfg, lock, Box::new(resource_client(addr, 200))).await.unwrap();
     let evs = events(&cfg.events);
     assert_eq!(shape(&evs), ["invoke acquire", "ok acquire", "invoke read", "info read", "invoke release", "ok release"]);
     assert!(evs[3].error.is_some());
@@ -169,7 +182,7 @@ async fn a_lost_session_skips_the_write_only_when_the_worker_honours_it() {
         let addr = start_resource(dir.path()).await;
         let mut cfg = config(dir.path(), addr, 1);
         cfg.workload.honour_session_loss = honour;
-        run_with(&cfg, Box::new(LostSession), Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap();
+        run_with(&cfg, Box::new(LostSession), Box::new(resource_client(addr, 500))).await.unwrap();
         let evs = events(&cfg.events);
         let written = if honour { "fail write" } else { "ok write" };
         assert_eq!(
@@ -196,7 +209,7 @@ async fn check_before_write_records_the_validity_left_and_skips_the_write_when_n
     cfg.workload.check_to_write_ms = 1;
     let expired = Grant { token: Some(4), validity: Duration::ZERO, secret: "s".into() };
     let lock = Box::new(ScriptedLock { acquires: VecDeque::from([Ok(expired)]), ..ScriptedLock::default() });
-    run_with(&cfg, lock, Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap();
+    run_with(&cfg, lock, Box::new(resource_client(addr, 500))).await.unwrap();
     let evs = events(&cfg.events);
     let shapes = shape(&evs);
     // Round 1: the grant has no validity left, so the check fails and nothing is written.
@@ -224,7 +237,7 @@ async fn renewals_run_during_the_work_and_a_failed_one_stops_the_write_only_when
             renews: VecDeque::from([Ok(Duration::from_millis(1400)), Err(LockError::Refused("not ours".into()))]),
             ..ScriptedLock::default()
         });
-        run_with(&cfg, lock, Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap();
+        run_with(&cfg, lock, Box::new(resource_client(addr, 500))).await.unwrap();
         let evs = events(&cfg.events);
         let written = if honour { "fail write" } else { "ok write" };
         assert_eq!(
@@ -273,7 +286,7 @@ async fn a_client_that_is_gone_leaves_its_operation_info_and_stops_the_worker() 
     let dir = tempfile::tempdir().unwrap();
     let addr = start_resource(dir.path()).await;
     let cfg = config(dir.path(), addr, 5000);
-    let err = run_with(&cfg, Box::new(ExitsOnRelease), Box::new(ResourceClient::new(addr, Duration::from_millis(500)))).await.unwrap_err();
+    let err = run_with(&cfg, Box::new(ExitsOnRelease), Box::new(resource_client(addr, 500))).await.unwrap_err();
     assert!(matches!(err.downcast_ref(), Some(crate::lock_backends::ClientGone::Exited(_))), "{err:#}");
     let evs = events(&cfg.events);
     assert_eq!(
@@ -305,7 +318,7 @@ async fn a_client_gone_at_the_check_before_the_write_stops_the_worker_with_one_c
     let addr = start_resource(dir.path()).await;
     let mut cfg = config(dir.path(), addr, 5000);
     cfg.workload.check_before_write = true;
-    let err = run_with(&cfg, Box::new(UnusableOnSessionCheck), Box::new(ResourceClient::new(addr, Duration::from_millis(500))))
+    let err = run_with(&cfg, Box::new(UnusableOnSessionCheck), Box::new(resource_client(addr, 500)))
         .await
         .unwrap_err();
     assert!(matches!(err.downcast_ref(), Some(crate::lock_backends::ClientGone::Unusable(_))), "{err:#}");

@@ -82,6 +82,7 @@ mod tests {
             workers: vec![],
             warnings: vec![],
             not_applied: vec![],
+            refused_requests: Default::default(),
             properties,
             claims: vec![],
         }

@@ -50,6 +50,7 @@ pub fn run(scenario: &str, expect: Expectation, lose: bool) -> RunResults {
         workers: vec![],
         warnings: vec![],
         not_applied: vec![],
+        refused_requests: Default::default(),
         properties,
         claims: vec![],
     }

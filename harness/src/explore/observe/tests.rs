@@ -46,6 +46,7 @@ impl H {
             workers: vec![],
             warnings: vec![],
             not_applied: vec![],
+            refused_requests: Default::default(),
             properties,
             claims: vec![],
         };

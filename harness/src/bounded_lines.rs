@@ -1,11 +1,10 @@
-//! A program's answers, line by line, with a bound on a line's length: a program that writes
-//! without ever ending a line must not grow the worker until it dies. Cancel-safe (a timed-out
-//! wait loses nothing): bytes are kept only after a read has returned them.
+//! Lines from a party that is not trusted (a client program's answers, requests to the
+//! resource), with a bound on a line's length: one that writes without ever ending a line must
+//! not grow the reader until it dies. Cancel-safe (a timed-out wait loses nothing): bytes are
+//! kept only after a read has returned them.
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-/// Longer lines than this are no answer.
-pub const MAX_LINE: usize = 1 << 20;
 
 pub enum Line {
     Complete(String),
@@ -20,11 +19,13 @@ pub enum Line {
 pub struct Lines<R> {
     reader: R,
     buf: Vec<u8>,
+    /// Longer lines than this are `TooLong`.
+    max_line: usize,
 }
 
 impl<R: AsyncRead + Unpin> Lines<R> {
-    pub fn new(reader: R) -> Self {
-        Lines { reader, buf: Vec::new() }
+    pub fn new(reader: R, max_line: usize) -> Self {
+        Lines { reader, buf: Vec::new(), max_line }
     }
 
     pub async fn next(&mut self) -> std::io::Result<Line> {
@@ -36,7 +37,7 @@ impl<R: AsyncRead + Unpin> Lines<R> {
                     Err(_) => Line::NotUtf8,
                 });
             }
-            if self.buf.len() > MAX_LINE {
+            if self.buf.len() > self.max_line {
                 return Ok(Line::TooLong);
             }
             let mut chunk = [0u8; 8192];
@@ -55,13 +56,14 @@ mod tests {
 
     #[tokio::test]
     async fn lines_partial_ends_and_overlong_lines() {
-        let mut lines = Lines::new(&b"{\"id\":0}\r\nsecond\n{\"id\":1,\"ty"[..]);
+        const MAX_LINE: usize = 1 << 20;
+        let mut lines = Lines::new(&b"{\"id\":0}\r\nsecond\n{\"id\":1,\"ty"[..], MAX_LINE);
         assert!(matches!(lines.next().await.unwrap(), Line::Complete(l) if l == "{\"id\":0}"));
         assert!(matches!(lines.next().await.unwrap(), Line::Complete(l) if l == "second"));
         assert!(matches!(lines.next().await.unwrap(), Line::Closed { partial: true }));
         let endless = vec![b'x'; MAX_LINE + 10];
-        assert!(matches!(Lines::new(&endless[..]).next().await.unwrap(), Line::TooLong));
-        assert!(matches!(Lines::new(&b""[..]).next().await.unwrap(), Line::Closed { partial: false }));
-        assert!(matches!(Lines::new(&b"\xff\xfe\n"[..]).next().await.unwrap(), Line::NotUtf8));
+        assert!(matches!(Lines::new(&endless[..], MAX_LINE).next().await.unwrap(), Line::TooLong));
+        assert!(matches!(Lines::new(&b""[..], MAX_LINE).next().await.unwrap(), Line::Closed { partial: false }));
+        assert!(matches!(Lines::new(&b"\xff\xfe\n"[..], MAX_LINE).next().await.unwrap(), Line::NotUtf8));
     }
 }
