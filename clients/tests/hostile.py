@@ -13,6 +13,7 @@ real client program given after `--` (the same init line first), answer for answ
   --probe-host PORT  connects to the Docker network's gateway (the host) at PORT
   --probe-postgres   with the init's `dsn`: COPY ... TO PROGRAM, pg_read_file, pg_ls_dir, CREATE ROLE
   --quiet-after N    stops reading its input after N requests past init (and answers no more)
+  --sleep-in-init S  sleeps S seconds before it answers init
 
 Every attempt is said on stderr as `hostile: <what>: <outcome>`, for the test to read.
 """
@@ -121,6 +122,12 @@ def probe_postgres(config):
         ("alter own role", "ALTER ROLE CURRENT_USER SUPERUSER"),
         ("advisory lock", "SELECT pg_try_advisory_lock(4242)"),
     ]
+    as_superuser = re.sub(r"user=\S+", "user=postgres", config["dsn"])
+    try:
+        psycopg.connect(as_superuser, connect_timeout=5).close()
+        say("connect as postgres", "ok")
+    except Exception as e:
+        say("connect as postgres", f"refused: {e.__class__.__name__}")
     try:
         conn = psycopg.connect(config["dsn"], autocommit=True, connect_timeout=5)
     except Exception as e:
@@ -144,6 +151,8 @@ if "--probe-postgres" in opts:
     probe_postgres(config)
 if "--flood" in opts:
     flood(config)
+if "--sleep-in-init" in opts:
+    time.sleep(float(opt("--sleep-in-init")))
 
 if "--forge" in opts:
     threading.Thread(target=forge, args=(config, process), daemon=True).start()

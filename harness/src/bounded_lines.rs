@@ -5,7 +5,6 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-
 pub enum Line {
     Complete(String),
     /// The output ended; `partial`: it ended in the middle of a line.

@@ -6,8 +6,8 @@
 #[macro_use]
 pub mod output;
 
-pub mod client_program;
 pub mod bounded_lines;
+pub mod client_program;
 pub mod clock;
 pub mod containers;
 pub mod event_log;

@@ -90,6 +90,9 @@ fn listen_for_end() -> anyhow::Result<()> {
 
 pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
     listen_for_end()?;
+    if let Some(egress) = &config.egress {
+        confine(egress)?;
+    }
     let op_timeout = Duration::from_millis(config.workload.op_timeout_ms);
     if !config.workload.kind.takes_lock() {
         return run_without_lock(&config, op_timeout).await;
@@ -108,10 +111,23 @@ pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
         ResourceKind::Ledger => Box::new(ResourceClient::new(config.resource, op_timeout, config.resource_proof.clone())),
         ResourceKind::Postgres => {
             let clock = RunClock { t0_ns: config.t0_ns };
-            Box::new(PostgresTable::new(config.resource, config.resource_params.mode, op_timeout, clock))
+            let password = config.resource_proof.clone();
+            Box::new(PostgresTable::new(config.resource, password, config.resource_params.mode, op_timeout, clock))
         }
     };
     run_with(&config, lock, resource).await
+}
+
+/// Confines this container's outgoing traffic to the run's (containers/egress.rs), before any
+/// client (program) starts.
+fn confine(egress: &crate::containers::egress::Egress) -> anyhow::Result<()> {
+    let out = std::process::Command::new("sh").args(["-c", &egress.script()]).output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "cannot confine the worker's network to the run's: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(())
 }
 
 /// The article's alternatives: no lock, the counter in the run's own Postgres.

@@ -9,8 +9,8 @@
 
 mod protocol;
 
-use crate::lock_backends::{ClientGone, Grant, LockClient, LockError, TxResource};
 use crate::bounded_lines::{Line, Lines};
+use crate::lock_backends::{ClientGone, Grant, LockClient, LockError, TxResource};
 pub use protocol::Capability;
 use protocol::{Request, Response};
 use serde::{Deserialize, Serialize};
@@ -89,7 +89,13 @@ impl ProgramClient {
     /// not answer `init_ok`, or lacks a capability the scenario needs.
     /// `init_wait`: how long `init` may take (at most [`INIT_WAIT`]; less when the run ends
     /// sooner, so that a slow program is named before the run stops its worker).
-    pub async fn start(spec: &ProgramSpec, process: u64, op_timeout: Duration, ttl: Duration, init_wait: Duration) -> Result<Self, ClientGone> {
+    pub async fn start(
+        spec: &ProgramSpec,
+        process: u64,
+        op_timeout: Duration,
+        ttl: Duration,
+        init_wait: Duration,
+    ) -> Result<Self, ClientGone> {
         let shown = spec.command.join(" ");
         let (program, args) = spec.command.split_first().ok_or_else(|| ClientGone::Unusable("the client command is empty".into()))?;
         let mut command = Command::new(program);
@@ -185,7 +191,8 @@ impl ProgramClient {
                 Err(_) => {
                     self.given_up.insert(id);
                     if idle && self.still_unread().await {
-                        let why = format!("stopped reading its input: request {id} was still unread {} ms after it was sent", wait.as_millis());
+                        let why =
+                            format!("stopped reading its input: request {id} was still unread {} ms after it was sent", wait.as_millis());
                         return Err(LockError::Gone(self.unusable(why)));
                     }
                     return Err(LockError::Unknown(format!("no answer to request {id} within {} ms", wait.as_millis())));

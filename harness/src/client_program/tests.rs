@@ -125,7 +125,8 @@ async fn a_missing_capability_is_unusable_at_init_naming_what_needs_it() {
 async fn a_program_that_cannot_start_is_unusable_naming_the_command() {
     let mut s = spec(vec![], vec![]);
     s.command = vec!["clients/no-such-program".into(), "--flag".into()];
-    let Err(ClientGone::Unusable(why)) = ProgramClient::start(&s, 1, Duration::from_secs(1), Duration::from_secs(2), INIT_WAIT).await else {
+    let Err(ClientGone::Unusable(why)) = ProgramClient::start(&s, 1, Duration::from_secs(1), Duration::from_secs(2), INIT_WAIT).await
+    else {
         panic!("expected Unusable")
     };
     assert!(why.starts_with("cannot start client program `clients/no-such-program --flag`"), "{why}");
@@ -193,7 +194,8 @@ async fn a_program_busy_with_a_request_given_up_is_slow_not_deaf() {
 async fn init_waits_no_longer_than_it_is_given() {
     let s = spec(steps(&[r#"sleep:5:{"id":ID,"type":"init_ok"}"#]), vec![]);
     let started = Instant::now();
-    let Err(ClientGone::Unusable(why)) = ProgramClient::start(&s, 1, Duration::from_secs(1), Duration::from_secs(2), Duration::from_millis(700)).await
+    let Err(ClientGone::Unusable(why)) =
+        ProgramClient::start(&s, 1, Duration::from_secs(1), Duration::from_secs(2), Duration::from_millis(700)).await
     else {
         panic!("expected Unusable")
     };

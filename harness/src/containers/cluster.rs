@@ -28,6 +28,25 @@ pub enum Role {
 }
 
 impl Role {
+    /// Memory a container of this role may use. Nodes run the backend's servers (Postgres,
+    /// etcd, Redis, with some headroom for a replica's catch-up); a worker runs one client and
+    /// its program (Python with grpc takes ~60 MiB); the resource, the ledger or a Postgres.
+    fn memory_limit(self) -> i64 {
+        match self {
+            Role::Node => 2 << 30,
+            Role::Resource | Role::Worker => 1 << 30,
+        }
+    }
+
+    /// Processes (threads count) a container of this role may have: Postgres forks one per
+    /// connection, etcd and grpc start threads by the dozen.
+    fn pids_limit(self) -> i64 {
+        match self {
+            Role::Node | Role::Resource => 1024,
+            Role::Worker => 512,
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Role::Node => "node",
@@ -46,7 +65,8 @@ pub struct ContainerSpec {
     pub env: Vec<String>,
     /// host path → container path, read-only?
     pub binds: Vec<(PathBuf, String, bool)>,
-    /// NET_ADMIN, for iptables partitions inside the container.
+    /// NET_ADMIN: every container confines its own outgoing traffic (egress.rs), and nodes
+    /// take the partitions' iptables rules.
     pub net_admin: bool,
 }
 
@@ -135,6 +155,23 @@ impl Cluster {
         Err(last_err.expect("32 attempts")).context("no free /24 under 10.213.0.0/16 for the run's network")
     }
 
+    /// Where the run's containers may send (egress.rs): the run's network and the hosts its
+    /// nodes are on, never the gateway (the machine running lockchaos).
+    pub fn egress(&self) -> super::egress::Egress {
+        let mut allowed = vec![format!("{}.{}.{}.0/24", self.prefix[0], self.prefix[1], self.prefix[2])];
+        let members = self.members.lock().expect("members lock");
+        allowed.extend(members.iter().filter(|m| matches!(m.reach, Reach::Host(_))).map(|m| format!("{}/32", m.ip)));
+        super::egress::Egress { gateway: self.ip(1), allowed }
+    }
+
+    /// Confines a container's outgoing traffic to [`Cluster::egress`]; a container that cannot
+    /// be confined fails the run.
+    pub async fn confine(&self, name: &str) -> anyhow::Result<()> {
+        let script = self.egress().script();
+        self.exec_ok(name, &["sh", "-c", &script]).await.with_context(|| format!("cannot confine {name}'s network to the run's"))?;
+        Ok(())
+    }
+
     pub fn ip(&self, host_octet: u8) -> Ipv4Addr {
         Ipv4Addr::new(self.prefix[0], self.prefix[1], self.prefix[2], host_octet)
     }
@@ -201,6 +238,13 @@ impl Cluster {
                 binds: Some(binds),
                 init: Some(spec.role != Role::Worker),
                 cap_add: spec.net_admin.then(|| vec!["NET_ADMIN".to_string()]),
+                // Bounded, whatever a client program (or a server it drives) does: memory
+                // without swap, and processes.
+                memory: Some(spec.role.memory_limit()),
+                memory_swap: Some(spec.role.memory_limit()),
+                pids_limit: Some(spec.role.pids_limit()),
+                // A worker's client program runs as nobody: no setuid binary makes it root.
+                security_opt: (spec.role == Role::Worker).then(|| vec!["no-new-privileges".to_string()]),
                 network_mode: Some(self.network.clone()),
                 ..Default::default()
             }),

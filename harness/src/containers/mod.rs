@@ -6,6 +6,7 @@
 
 pub mod cluster;
 pub mod docker_api;
+pub mod egress;
 pub mod teardown;
 
 pub use cluster::{Cluster, ContainerSpec, Role};

@@ -85,11 +85,12 @@ impl ClientConfig {
             ClientConfig::PostgresSession { addr } | ClientConfig::PostgresXact { addr } => {
                 let addrs: Vec<String> = addr.split(',').map(str::to_string).collect();
                 let (hosts, ports): (Vec<String>, Vec<String>) = addrs.iter().map(|a| split(a)).map(|(h, p)| (h, p.to_string())).unzip();
-                let mut dsn = format!("host={} port={} dbname=postgres user=postgres", hosts.join(","), ports.join(","));
+                let user = postgres::server::CLIENT_ROLE;
+                let mut dsn = format!("host={} port={} dbname=postgres user={user}", hosts.join(","), ports.join(","));
                 if addrs.len() > 1 {
                     dsn.push_str(" target_session_attrs=read-write");
                 }
-                json!({"hosts": all(&addrs), "dbname": "postgres", "user": "postgres", "dsn": dsn})
+                json!({"hosts": all(&addrs), "dbname": "postgres", "user": user, "dsn": dsn})
             }
         }
     }

@@ -12,7 +12,7 @@ use super::client::CallError;
 use super::protocol::{Request, Response};
 use super::ResourceCall;
 use crate::containers::Cluster;
-use crate::lock_backends::postgres::{connect, describe, server, Session};
+use crate::lock_backends::postgres::{connect_as, describe, server, Login, Session};
 use crate::resource::ResourceMode;
 use anyhow::Context;
 use checker::{Event, EventType, Process};
@@ -25,11 +25,22 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS fenced_ledger (key text PRIMARY
 CREATE TABLE IF NOT EXISTS resource_log (seq bigserial PRIMARY KEY, time_ns bigint NOT NULL, client bigint NOT NULL,
   key text NOT NULL, f text NOT NULL, token bigint, value bigint NOT NULL, accepted boolean NOT NULL);";
 
-/// Starts Postgres in the resource container and creates the tables.
-pub async fn start(cluster: &Cluster, member: &str) -> anyhow::Result<()> {
-    server::configure(cluster, member, server::HBA_TRUST).await?;
+/// The role the workers log in as, with the password the run gives them alone
+/// ([`crate::resource::proof::RunKey::workers_password`]): a client program can reach this
+/// server too, but cannot log in, so the table's log holds only what the workers sent.
+const WORKER_ROLE: &str = "lockchaos_worker";
+
+/// Starts Postgres in the resource container and creates the tables and the workers' role.
+pub async fn start(cluster: &Cluster, member: &str, workers_password: &str) -> anyhow::Result<()> {
+    server::configure(cluster, member, &format!("host all {WORKER_ROLE} 0.0.0.0/0 scram-sha-256")).await?;
     server::start(cluster, member, &Default::default()).await?;
     server::psql_on(cluster, member, SCHEMA).await.context("creating the resource tables")?;
+    let role = format!(
+        "CREATE ROLE {WORKER_ROLE} LOGIN PASSWORD '{workers_password}';
+         GRANT SELECT, INSERT, UPDATE ON fenced_ledger, resource_log TO {WORKER_ROLE};
+         GRANT USAGE ON SEQUENCE resource_log_seq_seq TO {WORKER_ROLE};"
+    );
+    server::psql_on(cluster, member, &role).await.context("creating the workers' role")?;
     Ok(())
 }
 
@@ -58,6 +69,7 @@ fn statements(mode: ResourceMode) -> (String, String) {
 /// A worker's connection to the table.
 pub struct PostgresTable {
     addr: String,
+    password: String,
     mode: ResourceMode,
     /// The read and write statements of `mode`.
     sql: (String, String),
@@ -69,14 +81,16 @@ pub struct PostgresTable {
 }
 
 impl PostgresTable {
-    pub fn new(addr: std::net::SocketAddr, mode: ResourceMode, timeout: Duration, clock: crate::clock::RunClock) -> Self {
+    /// `password`: the workers' (the worker's configuration has it).
+    pub fn new(addr: std::net::SocketAddr, password: String, mode: ResourceMode, timeout: Duration, clock: crate::clock::RunClock) -> Self {
         let sql = statements(mode);
-        PostgresTable { addr: addr.to_string(), mode, sql, timeout, clock, conn: None, keys_with_row: Default::default() }
+        PostgresTable { addr: addr.to_string(), password, mode, sql, timeout, clock, conn: None, keys_with_row: Default::default() }
     }
 
     async fn apply(&mut self, req: &Request) -> Result<Response, String> {
         if self.conn.as_ref().is_none_or(|c| c.is_closed()) {
-            self.conn = Some(connect(&self.addr, self.timeout).await?);
+            let login = Login { user: WORKER_ROLE, password: Some(&self.password) };
+            self.conn = Some(connect_as(&self.addr, &login, self.timeout).await?);
         }
         let client = &self.conn.as_ref().expect("connected above").client;
         let (Request::Read { key, .. } | Request::Write { key, .. }) = req;

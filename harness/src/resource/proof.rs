@@ -46,6 +46,14 @@ impl RunKey {
         encode_hex(&self.mac(process).finalize().into_bytes())
     }
 
+    /// The password the run's workers log in to a Postgres resource with (postgres_table.rs):
+    /// one for all of them, as the table's log names the client itself.
+    pub fn workers_password(&self) -> String {
+        let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC takes a key of any length");
+        mac.update(b"lockchaos postgres resource password");
+        encode_hex(&mac.finalize().into_bytes())
+    }
+
     /// Whether `proof` is `process`'s (compared in constant time).
     pub fn verifies(&self, process: u64, proof: &str) -> bool {
         decode_hex(proof).is_some_and(|bytes| self.mac(process).verify_slice(&bytes).is_ok())
@@ -63,7 +71,7 @@ fn encode_hex(bytes: &[u8]) -> String {
 }
 
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 || hex.len() > 256 {
+    if !hex.len().is_multiple_of(2) || hex.len() > 256 {
         return None;
     }
     (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()).collect()

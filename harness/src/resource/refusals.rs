@@ -2,10 +2,10 @@
 //! line that is no request). They never reach the ledger or its log; they are recorded here,
 //! beside it, so the run can say that somebody tried (a run with any cannot be `safe`).
 
+use results::RefusedRequests as Refused;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
-use results::RefusedRequests as Refused;
 use std::path::Path;
 
 /// The file in the run folder.

@@ -36,8 +36,13 @@ pub struct Provisioned {
     pub resource: SocketAddr,
 }
 
-/// A container of this run: the binary and the run folder mounted, the log filter set.
+/// A container of this run: the binary and the logs folder mounted (the resource, which keeps
+/// the record, also the run folder; nodes see nothing else of the run), the log filter set.
 pub fn container_spec(ctx: &RunContext, name: &str, role: Role, cmd: Vec<String>) -> ContainerSpec {
+    let mut binds = vec![(ctx.exe.clone(), BIN.to_string(), true), (ctx.dir.path.join("logs"), "/lockchaos/logs".to_string(), false)];
+    if role == Role::Resource {
+        binds.push((ctx.dir.path.clone(), RUN_MOUNT.to_string(), false));
+    }
     ContainerSpec {
         host_octet: Cluster::host_octet(name).expect("names follow the addressing scheme"),
         name: name.to_string(),
@@ -46,12 +51,8 @@ pub fn container_spec(ctx: &RunContext, name: &str, role: Role, cmd: Vec<String>
         // LOCKCHAOS_LOG sets the containers' log filter (default: info), e.g. for a client's
         // per-node replies at debug level.
         env: vec![format!("RUST_LOG={}", std::env::var("LOCKCHAOS_LOG").unwrap_or_else(|_| "info".into()))],
-        binds: vec![
-            (ctx.exe.clone(), BIN.to_string(), true),
-            (ctx.dir.path.clone(), RUN_MOUNT.to_string(), false),
-            (ctx.dir.path.join("logs"), "/lockchaos/logs".to_string(), false),
-        ],
-        net_admin: role == Role::Node,
+        binds,
+        net_admin: true,
     }
 }
 
@@ -92,20 +93,22 @@ pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events:
     // address), and Docker does them side by side.
     let nodes = (1..=container_nodes)
         .map(|i| cluster.start(container_spec(ctx, &format!("n{i}"), Role::Node, vec!["sleep".into(), "infinity".into()])));
-    let (nodes, resource) = futures_util::future::join(
-        futures_util::future::try_join_all(nodes),
-        cluster.start(resource_spec(ctx, resource_cmd)),
-    )
-    .await;
-    nodes?;
+    let (nodes, resource) =
+        futures_util::future::join(futures_util::future::try_join_all(nodes), cluster.start(resource_spec(ctx, resource_cmd))).await;
+    let nodes = nodes?;
     let resource = resource?;
+    // Before any server starts: from here on they reach the run's containers and nothing else.
+    let confined = nodes.iter().chain([&resource]).map(|m| cluster.confine(&m.name));
+    futures_util::future::try_join_all(confined).await?;
 
     ctx.stages.enter(events, crate::events::Stage::Backend);
     // The resource's Postgres (if any) and the backend's servers start side by side too.
     let resource_ready = async {
         match s.resource.kind {
             ResourceKind::Postgres => {
-                postgres_table::start(&cluster, "resource").await.context("starting the resource's Postgres")?;
+                postgres_table::start(&cluster, "resource", &ctx.resource_key.workers_password())
+                    .await
+                    .context("starting the resource's Postgres")?;
                 Ok::<_, anyhow::Error>(postgres_table::PORT)
             }
             ResourceKind::Ledger => Ok(RESOURCE_PORT),

@@ -69,8 +69,12 @@ impl<'a> Workers<'a> {
         // The first process keeps the plain names; later ones carry their process number.
         let stem = if incarnation == 0 { format!("client-{k}") } else { format!("client-{k}-p{process}") };
         let name = format!("client-{k}");
-        let resource_proof = self.ctx.resource_key.proof(process);
-        let mut config = WorkerConfig { process, client: k, events: WORKER_EVENTS.into(), resource_proof, ..self.template.clone() };
+        let resource_proof = match self.template.resource_params.kind {
+            crate::resource::ResourceKind::Ledger => self.ctx.resource_key.proof(process),
+            crate::resource::ResourceKind::Postgres => self.ctx.resource_key.workers_password(),
+        };
+        let egress = Some(self.cluster.egress());
+        let mut config = WorkerConfig { process, client: k, events: WORKER_EVENTS.into(), resource_proof, egress, ..self.template.clone() };
         if let Some((one, _)) = self.one_member(k) {
             config.backend = one;
         }

@@ -65,6 +65,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
         resource_params: s.resource.clone(),
         // Set per process by Workers::start.
         resource_proof: String::new(),
+        egress: None,
         events: RUN_MOUNT.into(),
         seed: ctx.seed,
         program: s.client.command.clone().map(|command| ProgramSpec {

@@ -24,8 +24,9 @@ pub struct WorkerConfig {
     /// Which resource is at that address, and its mode.
     #[serde(default)]
     pub resource_params: ResourceParams,
-    /// The proof this process sends with each request to the ledger (resource/proof.rs). This
-    /// file is root's alone to read: a client program runs as nobody and must not learn it.
+    /// What this process proves it is a worker of the run with (resource/proof.rs): the ledger:
+    /// its proof, sent with each request; a Postgres resource: the workers' password. This file
+    /// is root's alone to read: a client program runs as nobody and must not learn it.
     #[serde(default)]
     pub resource_proof: String,
     pub events: PathBuf,
@@ -36,6 +37,10 @@ pub struct WorkerConfig {
     /// that keep something per client (a partition's key, an outbox) find it by this.
     #[serde(default)]
     pub client: u32,
+    /// Where this worker's container may send, set up by the worker before anything else
+    /// (containers/egress.rs); None outside a run's container (tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<crate::containers::egress::Egress>,
     /// A client program to drive instead of the built-in client (`[client] command`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<ProgramSpec>,

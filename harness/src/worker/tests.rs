@@ -48,6 +48,7 @@ fn config(dir: &std::path::Path, resource: SocketAddr, run_ms: u64) -> WorkerCon
         resource,
         resource_params: ResourceParams::default(),
         resource_proof: String::new(),
+        egress: None,
         events: dir.join("client-3.jsonl"),
         seed: 1,
         program: None,
@@ -318,9 +319,7 @@ async fn a_client_gone_at_the_check_before_the_write_stops_the_worker_with_one_c
     let addr = start_resource(dir.path()).await;
     let mut cfg = config(dir.path(), addr, 5000);
     cfg.workload.check_before_write = true;
-    let err = run_with(&cfg, Box::new(UnusableOnSessionCheck), Box::new(resource_client(addr, 500)))
-        .await
-        .unwrap_err();
+    let err = run_with(&cfg, Box::new(UnusableOnSessionCheck), Box::new(resource_client(addr, 500))).await.unwrap_err();
     assert!(matches!(err.downcast_ref(), Some(crate::lock_backends::ClientGone::Unusable(_))), "{err:#}");
     assert_eq!(shape(&events(&cfg.events)), ["invoke acquire", "ok acquire", "invoke read", "ok read", "invoke check", "info check"]);
 }

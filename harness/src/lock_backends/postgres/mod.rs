@@ -86,10 +86,25 @@ impl Session {
     }
 }
 
-/// Connects as `postgres` (trust) to `addr` (`IP:PORT`, or several comma-separated: then to
-/// the first that accepts writes, as libpq's target_session_attrs=read-write does) and drives
-/// the connection in a task.
+/// Who connects, and with what password (None: trust).
+pub struct Login<'a> {
+    pub user: &'a str,
+    pub password: Option<&'a str>,
+}
+
+/// Every lock client, built-in or program: the role that can take advisory locks and use the
+/// ledger's tables, and nothing more (server.rs).
+pub const CLIENT_LOGIN: Login<'static> = Login { user: server::CLIENT_ROLE, password: None };
+
+/// Connects as a lock client ([`CLIENT_LOGIN`]) to `addr`: see [`connect_as`].
 pub async fn connect(addr: &str, timeout: Duration) -> Result<Session, String> {
+    connect_as(addr, &CLIENT_LOGIN, timeout).await
+}
+
+/// Connects as `login` to `addr` (`IP:PORT`, or several comma-separated: then to the first
+/// that accepts writes, as libpq's target_session_attrs=read-write does) and drives the
+/// connection in a task.
+pub async fn connect_as(addr: &str, login: &Login<'_>, timeout: Duration) -> Result<Session, String> {
     let mut config = tokio_postgres::Config::new();
     for one in addr.split(',') {
         let (host, port) = one.rsplit_once(':').ok_or_else(|| format!("bad address {one}"))?;
@@ -98,7 +113,10 @@ pub async fn connect(addr: &str, timeout: Duration) -> Result<Session, String> {
     if addr.contains(',') {
         config.target_session_attrs(tokio_postgres::config::TargetSessionAttrs::ReadWrite);
     }
-    config.user("postgres").dbname("postgres").application_name("lockchaos").connect_timeout(timeout);
+    config.user(login.user).dbname("postgres").application_name("lockchaos").connect_timeout(timeout);
+    if let Some(password) = login.password {
+        config.password(password);
+    }
     let (client, connection) = tokio::time::timeout(timeout, config.connect(NoTls))
         .await
         .map_err(|_| format!("{addr}: no connection within {timeout:?}"))?

@@ -16,8 +16,11 @@ use std::time::Duration;
 pub const PRIMARY: &str = "n1";
 pub const STANDBY: &str = "n2";
 
-/// Lets the standby stream WAL from the primary.
-pub const HBA_REPLICATION: &str = "host replication all 0.0.0.0/0 trust";
+/// Lets the pair stream WAL from each other, as the superuser, and nobody else.
+pub fn hba(cluster: &Cluster) -> anyhow::Result<String> {
+    let line = |node: &str| Ok::<_, anyhow::Error>(format!("host replication postgres {}/32 trust", cluster.planned_ip(node)?));
+    Ok(format!("{}\\n{}", line(PRIMARY)?, line(STANDBY)?))
+}
 /// Marks a node whose data directory already came from the primary (a restart keeps it).
 const BASE_BACKUP_DONE: &str = "/var/lib/postgresql/lockchaos-base-backup";
 

@@ -1,6 +1,11 @@
-//! A Postgres 15 server in a node (Debian's cluster 15/main): configured to be reachable over
-//! TCP without a password, started with pg_ctl as user postgres, asked with psql. Used by the
-//! Postgres backends and by the Postgres table resource.
+//! A Postgres 15 server in a node (Debian's cluster 15/main), started with pg_ctl as user
+//! postgres, asked with psql. Used by the Postgres backends and by the Postgres table resource.
+//!
+//! Nobody but the node itself is the superuser: psql in the node and PgBouncer beside the
+//! server connect as postgres from 127.0.0.1; clients (built-in and programs) connect from
+//! anywhere, without a password, as [`CLIENT_ROLE`], which can take advisory locks and use the
+//! tables granted to it and nothing more (no COPY ... TO PROGRAM, no pg_read_file). Each user
+//! of the server adds its own pg_hba.conf lines for the rest (`configure`).
 
 use super::PORT;
 use crate::containers::Cluster;
@@ -17,7 +22,22 @@ const START_LIMIT: Duration = Duration::from_secs(30);
 
 /// Reachable from the other containers, enough connections for many clients.
 const SETTINGS: &str = "listen_addresses = '*'\nmax_connections = 300\n";
-pub const HBA_TRUST: &str = "host all all 0.0.0.0/0 trust";
+/// The superuser, from the node itself only.
+const HBA_LOCAL_SUPERUSER: &str = "host all postgres 127.0.0.1/32 trust";
+/// The role of the lock clients.
+pub const CLIENT_ROLE: &str = "lockchaos_client";
+pub const HBA_CLIENTS: &str = "host all lockchaos_client 0.0.0.0/0 trust";
+
+/// Creates [`CLIENT_ROLE`] (once; a standby gets it by replication) and grants it the tables
+/// there are: run after the schema.
+pub fn client_role_sql() -> String {
+    format!(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{CLIENT_ROLE}') THEN            CREATE ROLE {CLIENT_ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION; END IF; END $$;
+         REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+         GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {CLIENT_ROLE};
+         GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {CLIENT_ROLE};"
+    )
+}
 
 fn log_file(node: &str) -> String {
     format!("/lockchaos/logs/{node}-postgres.log")
@@ -30,13 +50,14 @@ pub async fn psql_on(cluster: &Cluster, node: &str, sql: &str) -> anyhow::Result
         .await
 }
 
-/// Debian's cluster 15/main in `node`, reachable over TCP without a password (`hba`: the
-/// pg_hba.conf lines to put first), configured once.
+/// Debian's cluster 15/main in `node`, reachable by the superuser from the node itself and as
+/// `hba` says (pg_hba.conf lines, separated by a backslash and an n as sed's `i` takes them,
+/// put after that one and before Debian's own), configured once.
 pub async fn configure(cluster: &Cluster, node: &str, hba: &str) -> anyhow::Result<()> {
     let log = log_file(node);
     let configure = format!(
-        "set -e; if ! grep -qx '{HBA_TRUST}' {CONF}/pg_hba.conf; then \
-           sed -i '1i {hba}' {CONF}/pg_hba.conf; \
+        "set -e; if ! grep -qx '{HBA_LOCAL_SUPERUSER}' {CONF}/pg_hba.conf; then \
+           sed -i '1i {HBA_LOCAL_SUPERUSER}\\n{hba}' {CONF}/pg_hba.conf; \
            mkdir -p {CONF}/conf.d; printf \"{SETTINGS}\" > {CONF}/conf.d/lockchaos.conf; fi; \
          touch {log}; chown postgres {log}; mkdir -p /var/run/postgresql; chown postgres /var/run/postgresql"
     );

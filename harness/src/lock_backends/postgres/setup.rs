@@ -4,7 +4,7 @@
 //! counter lives in the same database: tables `ledger` (the counters) and `ledger_log` (every
 //! committed read and write, in order), exported at the end of the run as the resource's log.
 
-use super::server::{self, psql_on, HBA_TRUST};
+use super::server::{self, psql_on, HBA_CLIENTS};
 use super::{pgbouncer, replication, PORT, PROCESS};
 use crate::containers::Cluster;
 use crate::lock_backends::{BackendSetup, ClientConfig, Failover, KillSession, PostgresSettings, Unsupported};
@@ -94,7 +94,7 @@ impl BackendSetup for Setup {
     /// accepts connections; also after a kill (pg_ctl removes the stale pid file).
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
         let replicated = self.variant == Variant::XactReplicated;
-        let hba = if replicated { format!("{HBA_TRUST}\\n{}", replication::HBA_REPLICATION) } else { HBA_TRUST.to_string() };
+        let hba = if replicated { format!("{HBA_CLIENTS}\\n{}", replication::hba(cluster)?) } else { HBA_CLIENTS.to_string() };
         server::configure(cluster, node, &hba).await?;
         if replicated && node == replication::STANDBY {
             replication::prepare_standby(cluster, node).await?;
@@ -103,6 +103,9 @@ impl BackendSetup for Setup {
         // The standby gets the tables by replication (and cannot write).
         if self.variant.transactional() && node == NODE {
             psql(cluster, SCHEMA).await.context("creating the ledger tables")?;
+        }
+        if node == NODE {
+            psql(cluster, &server::client_role_sql()).await.context("creating the clients' role")?;
         }
         if self.variant.pooled() {
             pgbouncer::start(cluster, node).await?;

@@ -1,0 +1,57 @@
+//! A run's containers reach each other and nothing else: not the host (the Docker network's
+//! gateway is the host's own address on the bridge) and not beyond it. A Docker network marked
+//! internal does not stop a container from reaching the host, so each container confines its
+//! own outgoing traffic with iptables in its network namespace: nodes and the resource by an
+//! exec right after they start, a worker by itself before it starts its client program (the
+//! program runs as nobody and cannot change the rules). docs/threat-model.md.
+//!
+//! The rules live in a chain of their own, jumped to first from OUTPUT, which returns what may
+//! pass: the partitions' rules (faults/partition.rs) after the jump still apply to it.
+
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+
+pub const CHAIN: &str = "LOCKCHAOS-EGRESS";
+
+/// Where a container may send: its run's network and any hosts the run's nodes are on, never
+/// the gateway.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Egress {
+    pub gateway: Ipv4Addr,
+    /// CIDRs ("10.213.7.0/24", "192.168.1.20/32").
+    pub allowed: Vec<String>,
+}
+
+impl Egress {
+    /// The shell script that sets the rules up (iptables, as root with NET_ADMIN).
+    pub fn script(&self) -> String {
+        let mut lines = vec![
+            "set -e".to_string(),
+            format!("iptables -N {CHAIN}"),
+            format!("iptables -A {CHAIN} -o lo -j RETURN"),
+            // Before the run's network, which holds it.
+            format!("iptables -A {CHAIN} -d {}/32 -p tcp -j REJECT --reject-with tcp-reset", self.gateway),
+            format!("iptables -A {CHAIN} -d {}/32 -j REJECT", self.gateway),
+        ];
+        lines.extend(self.allowed.iter().map(|cidr| format!("iptables -A {CHAIN} -d {cidr} -j RETURN")));
+        lines.push(format!("iptables -A {CHAIN} -p tcp -j REJECT --reject-with tcp-reset"));
+        lines.push(format!("iptables -A {CHAIN} -j REJECT"));
+        lines.push(format!("iptables -I OUTPUT 1 -j {CHAIN}"));
+        lines.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gateway_is_refused_before_the_network_that_holds_it_is_let_through() {
+        let egress = Egress { gateway: Ipv4Addr::new(10, 213, 7, 1), allowed: vec!["10.213.7.0/24".into()] };
+        let script = egress.script();
+        let at = |needle: &str| script.find(needle).unwrap_or_else(|| panic!("no `{needle}` in\n{script}"));
+        assert!(at("-d 10.213.7.1/32 -p tcp -j REJECT") < at("-d 10.213.7.0/24 -j RETURN"));
+        assert!(at("-d 10.213.7.0/24 -j RETURN") < at("-A LOCKCHAOS-EGRESS -j REJECT"));
+        assert!(script.ends_with("iptables -I OUTPUT 1 -j LOCKCHAOS-EGRESS"), "the jump comes last, when the chain is whole");
+    }
+}
