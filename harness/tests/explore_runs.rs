@@ -4,6 +4,8 @@
 //! campaign ends the run it lands in as a run ends, leaves no container behind and keeps what
 //! was found.
 
+mod tools;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -107,10 +109,7 @@ fn explore_finds_shrinks_and_confirms_a_lost_update_and_the_found_scenario_repro
 
     // explore.html as Chromium renders it: the finding, its schedule and its runs' links.
     let page = campaign(&store).join("explore.html");
-    let browser = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|b| Command::new("sh").args(["-c", &format!("command -v {b}")]).output().is_ok_and(|o| o.status.success()))
-        .expect("this test needs headless Chromium: apt-get install chromium (.ci/run installs it)");
+    let browser = tools::chromium();
     let out = Command::new(browser)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--dump-dom"])
         .arg(format!("file://{}", page.display()))

@@ -7,6 +7,8 @@
 //! the other tests (latency, matrix and JUnit, the report in Chromium, clean) share its helpers
 //! for starting the binary and waiting for a run.
 
+mod tools;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -580,15 +582,7 @@ fn the_matrix_measures_its_cells_writes_junit_and_lays_out_the_article_table() {
     }
 }
 
-/// Debian's chromium (or another Chromium on PATH).
-fn chromium() -> String {
-    for name in ["chromium", "chromium-browser", "google-chrome"] {
-        if Command::new("sh").args(["-c", &format!("command -v {name}")]).output().is_ok_and(|o| o.status.success()) {
-            return name.to_string();
-        }
-    }
-    panic!("this test needs headless Chromium: apt-get install chromium (.ci/run installs it)");
-}
+use tools::chromium;
 
 /// Loads a page headless; returns the rendered DOM and the console lines Chromium logged.
 fn render_in_chromium(browser: &str, page: &Path, extra: &[String]) -> (String, Vec<String>) {

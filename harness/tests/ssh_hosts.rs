@@ -4,6 +4,8 @@
 //! reached a host during a run. The test itself looks inside the hosts with docker exec, after
 //! each run, to see what was left there.
 
+mod tools;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -40,7 +42,11 @@ impl Lab {
     fn new(kinds: &[Kind]) -> Lab {
         let dir = tempfile::Builder::new().prefix("sshlab-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         for key in ["key", "other-key"] {
-            let out = Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(dir.path().join(key)).output().unwrap();
+            let out = Command::new(tools::installed(&["ssh-keygen"], "openssh-client"))
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(dir.path().join(key))
+                .output()
+                .unwrap();
             assert!(out.status.success(), "ssh-keygen: {}", String::from_utf8_lossy(&out.stderr));
         }
         let id = format!("{}-{}", std::process::id(), rand_suffix());

@@ -29,6 +29,8 @@ impl Egress {
             "set -e".to_string(),
             format!("iptables -N {CHAIN}"),
             format!("iptables -A {CHAIN} -o lo -j RETURN"),
+            // Answers on connections the machine opened (lockchaos or an operator's tool).
+            format!("iptables -A {CHAIN} -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN"),
             // Before the run's network, which holds it.
             format!("iptables -A {CHAIN} -d {}/32 -p tcp -j REJECT --reject-with tcp-reset", self.gateway),
             format!("iptables -A {CHAIN} -d {}/32 -j REJECT", self.gateway),
