@@ -56,7 +56,20 @@ pub async fn start(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
         .await
         .context("starting pgbouncer")?;
     wait::until(&format!("pgbouncer in {node} answering"), Duration::from_secs(15), Duration::from_millis(100), || async {
-        let query = ["psql", "-h", "127.0.0.1", "-p", &PORT.to_string(), "-U", super::server::CLIENT_ROLE, "-qAt", "-c", "SELECT 1"];
+        let query = [
+            "psql",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &PORT.to_string(),
+            "-U",
+            super::server::CLIENT_ROLE,
+            "-d",
+            "postgres",
+            "-qAt",
+            "-c",
+            "SELECT 1",
+        ];
         let (code, out) = cluster.exec(node, &query).await?;
         Ok(wait::ready_if(code == 0, out))
     })
