@@ -5,7 +5,9 @@
 //! - `:type` and `:f` are keywords (or strings); the event keeps the name without the colon.
 //! - `:process` is an integer (a client) or a name (`:nemesis` → `Named("nemesis")`).
 //! - `:value` becomes JSON: nil → null, keywords and symbols → strings, vectors, lists and
-//!   sets → arrays, maps → objects (keys by name), tagged values → their inner value.
+//!   sets → arrays, maps → objects (keys by name), tagged values → their inner value. An
+//!   integer that fits neither i64 nor u64 is an error naming it, as in JSON lines (see
+//!   [`crate::wide_integer`]); floats, ratios and `M` decimals are f64.
 //! - `:error` of any shape is kept as text: a string, keyword or symbol by its name
 //!   (`:timeout` → `timeout`, as for `:f`), anything else printed as EDN (`[:timeout "x"]`).
 //! - Jepsen histories without `:time` keep real-time order by position only, so the line
@@ -16,6 +18,8 @@
 pub mod reader;
 
 pub use reader::{read_one, Edn, ReadError};
+
+use crate::wide_integer::WideInteger;
 
 use crate::history::{Event, EventType, Process};
 use crate::line_error::LineError;
@@ -62,14 +66,14 @@ pub fn op_to_event(op: &Edn, default_time: u64, default_index: u64) -> Result<Ev
         _ => return Err(format!(":type must be :invoke, :ok, :fail or :info, found {t}")),
     };
     let process = match required(op, "process")? {
-        Edn::Int(i) => Process::Client(u64::try_from(*i).map_err(|_| format!(":process {i} is not a client number"))?),
+        v @ (Edn::Int(_) | Edn::BigInt(_)) => Process::Client(as_u64(v).ok_or_else(|| format!(":process {v} is not a client number"))?),
         v => Process::Named(name(v).ok_or_else(|| format!(":process must be an integer or a name, found {}", v.kind()))?.to_string()),
     };
     let f = text(required(op, "f")?);
     let mut e = Event::new(uint(op, "time")?.unwrap_or(default_time), process, kind, f);
     e.index = uint(op, "index")?.unwrap_or(default_index);
     e.key = op.get("key").and_then(optional_text);
-    e.value = op.get("value").map_or(Value::Null, to_json);
+    e.value = op.get("value").map_or(Ok(Value::Null), to_json).map_err(|wide| format!(":value: {wide}"))?;
     e.token = uint(op, "token")?;
     e.node = op.get("node").and_then(optional_text);
     e.error = op.get("error").and_then(optional_text);
@@ -89,8 +93,18 @@ fn required<'a>(op: &'a Edn, key: &str) -> Result<&'a Edn, String> {
 fn uint(op: &Edn, key: &str) -> Result<Option<u64>, String> {
     match op.get(key) {
         None | Some(Edn::Nil) => Ok(None),
-        Some(Edn::Int(i)) => u64::try_from(*i).map(Some).map_err(|_| format!(":{key} must be a non-negative integer, found {i}")),
+        Some(v @ (Edn::Int(_) | Edn::BigInt(_))) => {
+            as_u64(v).map(Some).ok_or_else(|| format!(":{key} must be an integer from 0 to {}, found {v}", u64::MAX))
+        }
         Some(v) => Err(format!(":{key} must be a non-negative integer, found {}", v.kind())),
+    }
+}
+
+/// An integer that fits u64 (an [`Edn::BigInt`] never does).
+fn as_u64(v: &Edn) -> Option<u64> {
+    match v {
+        Edn::Int(i) => u64::try_from(*i).ok(),
+        _ => None,
     }
 }
 
@@ -114,28 +128,26 @@ fn optional_text(v: &Edn) -> Option<String> {
     }
 }
 
-/// An EDN value as JSON (see the module docs for the mapping).
-pub fn to_json(v: &Edn) -> Value {
-    match v {
+/// An EDN value as JSON (see the module docs for the mapping). An integer beyond i64 and u64
+/// has no JSON value here that is not another value (a rounded float, or a string of its
+/// digits that a string value could equal): it is an error.
+pub fn to_json(v: &Edn) -> Result<Value, WideInteger> {
+    Ok(match v {
         Edn::Nil => Value::Null,
         Edn::Bool(b) => Value::Bool(*b),
-        Edn::Int(i) => {
-            if let Ok(i) = i64::try_from(*i) {
-                i.into()
-            } else if let Ok(u) = u64::try_from(*i) {
-                u.into()
-            } else {
-                // Beyond JSON's integers: keep the digits rather than round them.
-                Value::String(i.to_string())
-            }
-        }
+        Edn::Int(i) => match (i64::try_from(*i), u64::try_from(*i)) {
+            (Ok(i), _) => i.into(),
+            (_, Ok(u)) => u.into(),
+            _ => return Err(WideInteger { literal: i.to_string() }),
+        },
+        Edn::BigInt(digits) => return Err(WideInteger { literal: digits.clone() }),
         Edn::Float(x) => serde_json::Number::from_f64(*x).map_or_else(|| Value::String(v.to_string()), Value::Number),
         Edn::Str(s) | Edn::Keyword(s) | Edn::Symbol(s) => Value::String(s.clone()),
         Edn::Char(c) => Value::String(c.to_string()),
-        Edn::List(items) | Edn::Vector(items) | Edn::Set(items) => Value::Array(items.iter().map(to_json).collect()),
-        Edn::Map(entries) => Value::Object(entries.iter().map(|(k, v)| (text(k), to_json(v))).collect()),
-        Edn::Tagged(_, inner) => to_json(inner),
-    }
+        Edn::List(items) | Edn::Vector(items) | Edn::Set(items) => Value::Array(items.iter().map(to_json).collect::<Result<_, _>>()?),
+        Edn::Map(entries) => Value::Object(entries.iter().map(|(k, v)| Ok((text(k), to_json(v)?))).collect::<Result<_, _>>()?),
+        Edn::Tagged(_, inner) => to_json(inner)?,
+    })
 }
 
 #[cfg(test)]
@@ -150,7 +162,7 @@ mod tests {
     #[test]
     fn reads_values_of_every_shape() {
         let v = read_one(r#"[nil true -12 1.5 "a\"b\\c\n" \x :k/w sym (1 2) #{3} {:a [4]} #inst "t"]"#).unwrap();
-        assert_eq!(to_json(&v), json!([null, true, -12, 1.5, "a\"b\\c\n", "x", "k/w", "sym", [1, 2], [3], {"a": [4]}, "t"]));
+        assert_eq!(to_json(&v).unwrap(), json!([null, true, -12, 1.5, "a\"b\\c\n", "x", "k/w", "sym", [1, 2], [3], {"a": [4]}, "t"]));
         // Printing reads back to the same value.
         assert_eq!(read_one(&v.to_string()).unwrap(), v);
     }
@@ -158,10 +170,10 @@ mod tests {
     #[test]
     fn commas_comments_and_discard_are_blank() {
         let v = read_one("{:a 1,, :b #_ ignored 2} ; trailing comment").unwrap();
-        assert_eq!(to_json(&v), json!({"a": 1, "b": 2}));
+        assert_eq!(to_json(&v).unwrap(), json!({"a": 1, "b": 2}));
         // Before a closing bracket, after the form, and discarding a discard.
         let v = read_one("#_ 0 [1 #_ 2 #_ #_ 3 4] #_ {:x 5}").unwrap();
-        assert_eq!(to_json(&v), json!([1]));
+        assert_eq!(to_json(&v).unwrap(), json!([1]));
     }
 
     #[test]
@@ -175,10 +187,27 @@ mod tests {
     }
 
     #[test]
-    fn big_integers_keep_their_digits() {
-        assert_eq!(to_json(&read_one("18446744073709551615").unwrap()), json!(u64::MAX));
-        assert_eq!(to_json(&read_one("-5N").unwrap()), json!(-5));
-        assert_eq!(to_json(&read_one("99999999999999999999999").unwrap()), json!("99999999999999999999999"));
+    fn integers_are_read_exactly_and_values_beyond_64_bits_refused() {
+        let json = |text: &str| to_json(&read_one(text).unwrap()).map_err(|wide| wide.literal);
+        assert_eq!(json("18446744073709551615"), Ok(json!(u64::MAX)));
+        assert_eq!(json("-9223372036854775808N"), Ok(json!(i64::MIN)));
+        assert_eq!(json("-5N"), Ok(json!(-5)));
+        // Their digits once stood for them, equal to the string "99999999999999999999999".
+        assert_eq!(json("[1 99999999999999999999999]"), Err("99999999999999999999999".into()));
+        assert_eq!(json("{:a #{-9223372036854775809}}"), Err("-9223372036854775809".into()));
+        // Beyond i128, read exactly rather than as a float: printed as written.
+        let wide = "+000170141183460469231731687303715884105728N";
+        assert_eq!(read_one(wide).unwrap(), Edn::BigInt("170141183460469231731687303715884105728".into()));
+        assert_eq!(
+            read_one(&format!("[:too-big -{}]", &wide[1..])).unwrap().to_string(),
+            "[:too-big -170141183460469231731687303715884105728]"
+        );
+        assert_eq!(json(wide), Err("170141183460469231731687303715884105728".into()));
+        // A float beyond f64 would be infinity, another value.
+        for overflow in ["1e400", "-1e400M", "1/0"] {
+            assert!(read_one(overflow).unwrap_err().message.starts_with("cannot read"), "{overflow}");
+        }
+        assert_eq!(json("1/4"), Ok(json!(0.25)));
     }
 
     #[test]
@@ -218,6 +247,10 @@ mod tests {
         assert_eq!(
             event("{:process 1, :type :ok, :f :read, :time \"5\"}").unwrap_err(),
             ":time must be a non-negative integer, found a string"
+        );
+        assert_eq!(
+            event("{:process 1, :type :ok, :f :read, :time -1}").unwrap_err(),
+            ":time must be an integer from 0 to 18446744073709551615, found -1"
         );
         assert_eq!(event("[1 2]").unwrap_err(), "expected an op map, found a vector");
     }

@@ -22,6 +22,7 @@
 //! - An `:info` completion's value (often `:timed-out`) is not used: an indeterminate operation
 //!   is judged by its invocation, as in Jepsen.
 
+use crate::edn::reader::integer;
 use crate::edn::{op_to_event, read_one, Edn};
 use crate::history::Event;
 use crate::line_error::LineError;
@@ -45,8 +46,10 @@ pub(crate) fn parse_line(line: &[u8], line_no: usize, ordinal: usize) -> Result<
         word
     };
     let (process, kind, f) = (field(), field(), field());
-    let process = match (process.parse::<i128>(), process.strip_prefix(':')) {
-        (Ok(n), _) => Edn::Int(n),
+    // An integer of any width: one beyond u64 is an operation line with a bad process (an
+    // error from `op_to_event`), not a line that holds no operation.
+    let process = match (integer(process), process.strip_prefix(':')) {
+        (Some(n), _) => n,
         (_, Some(name)) if !name.is_empty() => Edn::Keyword(name.to_string()),
         _ => return Ok(None),
     };

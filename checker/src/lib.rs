@@ -11,12 +11,14 @@ pub mod history;
 pub mod history_rules;
 pub mod holder_overlap;
 pub mod jepsen_log;
+mod json_line;
 mod line_error;
 pub mod linearizability;
 pub mod parse;
 pub mod resource_safety;
 pub mod stuck;
 pub mod verdict;
+pub mod wide_integer;
 
 pub use availability::{acquire_outcomes, check_availability, AcquireOutcome, Availability, FreedAfterKill, Percentiles};
 pub use exactly_once::{check_exactly_once, AppliedTwice, ExactlyOnce};

@@ -6,7 +6,6 @@
 
 use crate::history::Event;
 use crate::history_rules::{self, Origin};
-use crate::line_error::LineError;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -210,9 +209,7 @@ fn read_events(
             },
         };
         let parsed = match format {
-            HistoryFormat::Jsonl => serde_json::from_slice::<Event>(line)
-                .map(|e| Some((e, true)))
-                .map_err(|e| LineError { message: describe(&e), eof: e.is_eof() }),
+            HistoryFormat::Jsonl => crate::json_line::parse_line(line),
             HistoryFormat::Edn => crate::edn::parse_line(line, line_no, out.events.len()),
             HistoryFormat::JepsenLog => crate::jepsen_log::parse_line(line, line_no, out.events.len()),
         };
@@ -235,20 +232,6 @@ fn read_events(
         history_rules::apply(&mut out.events, &mut origins).map_err(|e| line_error(e.line, e.message))?;
     }
     Ok(out)
-}
-
-/// serde_json's message without its "at line 1 column N" suffix (every line is line 1 to it);
-/// the column is kept for syntax errors, where it points at the bad character.
-fn describe(e: &serde_json::Error) -> String {
-    let full = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    let message = full.strip_suffix(&suffix).unwrap_or(&full);
-    match e.classify() {
-        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-            format!("{message} at column {}", e.column())
-        }
-        _ => message.to_string(),
-    }
 }
 
 #[cfg(test)]

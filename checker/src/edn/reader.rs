@@ -3,6 +3,7 @@
 //! Covers nil, booleans, integers (with `N`), floats (with `M`, `##Inf`), ratios, strings,
 //! characters, keywords, symbols, lists, vectors, maps, sets, tagged forms (`#inst "…"`,
 //! `#jepsen.history.Op{…}`), `#_` discard and `;` comments. Commas are whitespace.
+//! Integers are read exactly, whatever their width; a float that overflows f64 is an error.
 
 use std::fmt::{self, Write as _};
 
@@ -11,8 +12,12 @@ use std::fmt::{self, Write as _};
 pub enum Edn {
     Nil,
     Bool(bool),
-    /// i128 so that u64 values survive; integers beyond i128 are read as floats.
+    /// i128 so that u64 values survive.
     Int(i128),
+    /// An integer beyond i128: its digits, `-` first if negative, without leading zeros. Kept
+    /// exact so that text (`:error`) prints it as written; as a value it is refused (see
+    /// [`crate::wide_integer`]).
+    BigInt(String),
     Float(f64),
     Str(String),
     Char(char),
@@ -41,7 +46,7 @@ impl Edn {
         match self {
             Edn::Nil => "nil",
             Edn::Bool(_) => "a boolean",
-            Edn::Int(_) => "an integer",
+            Edn::Int(_) | Edn::BigInt(_) => "an integer",
             Edn::Float(_) => "a float",
             Edn::Str(_) => "a string",
             Edn::Char(_) => "a character",
@@ -73,6 +78,7 @@ impl fmt::Display for Edn {
             Edn::Nil => f.write_str("nil"),
             Edn::Bool(b) => write!(f, "{b}"),
             Edn::Int(i) => write!(f, "{i}"),
+            Edn::BigInt(digits) => f.write_str(digits),
             Edn::Float(x) if x.is_nan() => f.write_str("##NaN"),
             Edn::Float(x) if x.is_infinite() => f.write_str(if *x > 0.0 { "##Inf" } else { "##-Inf" }),
             Edn::Float(x) => write!(f, "{x:?}"),
@@ -369,13 +375,30 @@ fn atom(tok: &str) -> Option<Edn> {
     if !unsigned.starts_with(|c: char| c.is_ascii_digit()) {
         return Some(Edn::Symbol(tok.to_string()));
     }
+    // Ratios and `M` decimals are read as floats, and compared as f64 like them; one that
+    // overflows f64 (`1e400`, `1/0`) would be infinity, another value: it is not read.
+    let finite = |x: f64| x.is_finite().then_some(Edn::Float(x));
     if let Some((n, d)) = tok.split_once('/') {
         let (n, d) = (n.parse::<f64>().ok()?, d.parse::<f64>().ok()?);
-        return Some(Edn::Float(n / d));
+        return finite(n / d);
     }
-    let digits = tok.strip_suffix('N').unwrap_or(tok);
-    if let Ok(i) = digits.parse::<i128>() {
-        return Some(Edn::Int(i));
+    integer(tok).or_else(|| tok.strip_suffix('M').unwrap_or(tok).parse::<f64>().ok().and_then(finite))
+}
+
+/// An integer literal (`-12`, `+3`, `5N`) of any width, exactly: [`Edn::Int`] within i128, else
+/// [`Edn::BigInt`]. `None` when `tok` is not one.
+pub(crate) fn integer(tok: &str) -> Option<Edn> {
+    let literal = tok.strip_suffix('N').unwrap_or(tok);
+    let (negative, digits) = match literal.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        all => (false, all),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
     }
-    tok.strip_suffix('M').unwrap_or(tok).parse::<f64>().ok().map(Edn::Float)
+    Some(match literal.parse::<i128>() {
+        Ok(i) => Edn::Int(i),
+        Err(_) => Edn::BigInt(crate::wide_integer::normalised(negative, digits)),
+    })
 }
