@@ -93,6 +93,18 @@ fn the_64_bit_limits_still_read_exactly() {
     }
 }
 
+/// Floats stay floats, compared as f64 (documented): a wide float is not an error. Two spellings
+/// of one float are one value: serde_json's default float parsing read `1.0e30` one unit in the
+/// last place off `1e30`, an invalid verdict on an unchanged value.
+#[test]
+fn floats_are_read_as_f64() {
+    for format in [HistoryFormat::Jsonl, HistoryFormat::Edn] {
+        let text = register_history(format, "1e30", "1.0e30");
+        assert_eq!(parse_history(&text, Some(format)).unwrap().events[0].value, json!(1e30), "{format}");
+        assert_eq!(judge(format, &text), Ok(Verdict::Valid), "{format}");
+    }
+}
+
 /// A wide integer in a field that is not the value names that field.
 #[test]
 fn a_wide_integer_in_another_field_names_the_field() {
