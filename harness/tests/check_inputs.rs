@@ -140,3 +140,41 @@ fn check_refuses_a_completion_without_its_invoke() {
         assert!(err.contains(&format!("{}:{line}: ", file.display())) && err.contains("without an open invoke"), "{err}");
     }
 }
+
+/// A register written 10^30 and read back as 10^30 + 1 was `valid`: serde_json rounded both to
+/// one f64. An integer beyond i64 and u64 is now refused in every format, naming the file, the
+/// line and the integer (exit 2), and so is one given as `--initial`.
+#[test]
+fn check_refuses_an_integer_beyond_64_bits_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let (written, read) = ("1000000000000000000000000000000", "1000000000000000000000000000001");
+    let ops = [("invoke", "write", written), ("ok", "write", written), ("invoke", "read", "nil"), ("ok", "read", read)];
+    let jsonl: String = ops
+        .iter()
+        .enumerate()
+        .map(|(i, (kind, f, v))| {
+            let v = if *v == "nil" { "null" } else { v };
+            format!("{{\"index\":{i},\"time\":{},\"process\":1,\"type\":\"{kind}\",\"f\":\"{f}\",\"value\":{v}}}\n", (i + 1) * 1000)
+        })
+        .collect();
+    let edn: String = ops.iter().map(|(kind, f, v)| format!("{{:process 1, :type :{kind}, :f :{f}, :value {v}}}\n")).collect();
+    let log: String = ops.iter().map(|(kind, f, v)| format!("INFO  jepsen.util - 1\t:{kind}\t:{f}\t{v}\n")).collect();
+    for (name, text) in [("h.jsonl", jsonl), ("h.edn", edn), ("jepsen.log", log)] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        let out = lockchaos(&["check", "--model", "register"]).arg(&file).output().unwrap();
+        let (stdout, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(2), "{name}: {stdout}{err}");
+        assert!(err.contains(&format!("{}:1: ", file.display())) && err.contains(written), "{name}: {err}");
+        assert!(err.contains("neither i64 nor u64"), "{name}: {err}");
+    }
+    let file = dir.path().join("reads.jsonl");
+    std::fs::write(&file, "{\"time\":1,\"process\":1,\"type\":\"invoke\",\"f\":\"read\"}\n{\"time\":2,\"process\":1,\"type\":\"ok\",\"f\":\"read\",\"value\":18446744073709551615}\n").unwrap();
+    let out = lockchaos(&["check", "--model", "register", "--initial", "18446744073709551616"]).arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--initial") && err.contains("18446744073709551616") && err.contains("neither i64 nor u64"), "{err}");
+    // u64::MAX itself is exact: read as the initial value, valid.
+    let out = lockchaos(&["check", "--model", "register", "--initial", "18446744073709551615"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

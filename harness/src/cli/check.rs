@@ -117,9 +117,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }))
 }
 
-/// `--initial`: one JSON value. The usual slip is a string without its JSON quotes.
+/// `--initial`: one JSON value. The usual slip is a string without its JSON quotes. An integer
+/// beyond i64 and u64 is refused as in a history (serde_json would round it).
 fn parse_initial(s: &str) -> Result<serde_json::Value, String> {
-    serde_json::from_str(s).map_err(|e| format!("not a JSON value ({e}); a string needs its quotes, e.g. --initial '\"\"'"))
+    let value = serde_json::from_str(s).map_err(|e| format!("not a JSON value ({e}); a string needs its quotes, e.g. --initial '\"\"'"))?;
+    match checker::wide_integer::find_in_json(s.as_bytes()) {
+        Some(wide) => Err(wide.integer.to_string()),
+        None => Ok(value),
+    }
 }
 
 /// The run folder `path` names: itself, or the folder of a history.jsonl.
