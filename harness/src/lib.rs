@@ -31,6 +31,7 @@ pub mod run_store;
 pub mod run_verdict;
 pub mod scenario;
 pub mod scenario_catalog;
+pub mod scenario_name;
 pub mod schedule;
 pub mod series;
 pub mod sweep;

@@ -4,6 +4,7 @@
 //! files (workers/*.jsonl, resource.jsonl, nemesis.jsonl), history.jsonl (all merged by time),
 //! results.json, report.html, and logs/ with every container's output.
 
+use crate::scenario_name::ScenarioName;
 use anyhow::Context;
 use checker::Event;
 use serde::Deserialize;
@@ -18,10 +19,12 @@ pub struct RunDir {
 }
 
 impl RunDir {
-    pub fn create(store: &Path, scenario: &str) -> anyhow::Result<RunDir> {
+    /// A new run folder of `scenario` (a [`ScenarioName`]: a single safe folder name, so the
+    /// folder is inside `store`).
+    pub fn create(store: &Path, scenario: &ScenarioName) -> anyhow::Result<RunDir> {
         let started = chrono::Utc::now();
         let stamp = started.format("%Y%m%dT%H%M%SZ").to_string();
-        let parent = store.join(scenario);
+        let parent = store.join(scenario.as_str());
         std::fs::create_dir_all(&parent).with_context(|| format!("cannot create {}", parent.display()))?;
         // Two runs in one second get -2, -3, ...
         let mut made = None;
@@ -221,10 +224,14 @@ pub fn write_index(store: &Path) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    fn demo() -> ScenarioName {
+        ScenarioName::new("demo").unwrap()
+    }
+
     #[test]
     fn merge_orders_every_party_by_time_reindexes_and_keeps_a_truncated_files_complete_lines() {
         let store = tempfile::tempdir().unwrap();
-        let run = RunDir::create(store.path(), "demo").unwrap();
+        let run = RunDir::create(store.path(), &demo()).unwrap();
         let line = |t: u64, p: &str, f: &str| format!("{{\"time\":{t},\"process\":{p},\"type\":\"ok\",\"f\":\"{f}\"}}\n");
         std::fs::write(run.worker_events(1), line(10, "1", "acquire") + &line(40, "1", "release")).unwrap();
         // client-2 was killed mid-write: its last line is cut off.
@@ -246,8 +253,8 @@ mod tests {
     #[test]
     fn runs_get_their_own_folders_and_latest_follows_the_newest() {
         let store = tempfile::tempdir().unwrap();
-        let a = RunDir::create(store.path(), "demo").unwrap();
-        let b = RunDir::create(store.path(), "demo").unwrap();
+        let a = RunDir::create(store.path(), &demo()).unwrap();
+        let b = RunDir::create(store.path(), &demo()).unwrap();
         assert_ne!(a.path, b.path);
         assert_ne!(a.run_id, b.run_id);
         assert!(a.run_id.starts_with("demo-"), "{}", a.run_id);
@@ -255,5 +262,20 @@ mod tests {
         b.point_latest().unwrap();
         assert_eq!(store.path().join("latest").canonicalize().unwrap(), b.path);
         assert!(std::fs::read_link(store.path().join("latest")).unwrap().is_relative());
+    }
+
+    /// Issue 23: a scenario file `...toml` (stem `..`) made its run folder beside the store.
+    #[test]
+    fn a_scenario_named_dot_dot_cannot_write_outside_the_store() {
+        let outer = tempfile::tempdir().unwrap();
+        let store = outer.path().join("store");
+        std::fs::create_dir(&store).unwrap();
+        for stem in ["..", ".", "../escape", "a/../..", "/tmp/abs"] {
+            let made = stem.parse::<ScenarioName>().map(|name| RunDir::create(&store, &name));
+            assert!(made.is_err(), "{stem}");
+        }
+        let outside: Vec<_> = std::fs::read_dir(outer.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(outside, ["store"]);
+        assert_eq!(std::fs::read_dir(&store).unwrap().count(), 0);
     }
 }

@@ -44,7 +44,7 @@ pub async fn run_sweep(scenarios: Vec<LoadedScenario>, opts: &SweepOptions, even
     'scenarios: for loaded in scenarios {
         let ceiling = ceiling_per_sec(&loaded);
         let mut line =
-            SweepLine { scenario: loaded.name.clone(), label: row(&loaded.scenario), ceiling_per_sec: ceiling, points: Vec::new() };
+            SweepLine { scenario: loaded.name.to_string(), label: row(&loaded.scenario), ceiling_per_sec: ceiling, points: Vec::new() };
         let loaded = Arc::new(loaded);
         for &clients in &opts.clients {
             let run_opts = RunOptions {

@@ -13,7 +13,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let entries = harness::scenario_catalog::list(args.dir.as_deref())?;
-    let width = entries.iter().filter_map(|e| e.as_ref().ok()).map(|s| s.name.len()).max().unwrap_or(0);
+    let width = entries.iter().filter_map(|e| e.as_ref().ok()).map(|s| s.name.as_str().len()).max().unwrap_or(0);
     for entry in entries {
         match entry {
             Ok(s) => harness::print_line!("{:<width$} {:<10} {}", s.name, s.scenario.expect.to_string(), s.scenario.description),

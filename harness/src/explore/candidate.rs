@@ -66,8 +66,9 @@ impl Candidate {
         }
     }
 
-    /// The candidate's scenario, loaded as a file with `name` beside the base (so a client
-    /// program's project is the base's) and held against its backend.
+    /// The candidate's scenario, loaded as a file `name.toml` beside the base (so a client
+    /// program's project is the base's; its stem, the scenario's name, is checked as any file's)
+    /// and held against its backend.
     pub fn load(&self, space: &Space, base: &LoadedScenario, name: &str) -> anyhow::Result<LoadedScenario> {
         let mut scenario = self.to_scenario(space, base);
         if scenario.client.command.is_some() {
@@ -76,9 +77,8 @@ impl Candidate {
         }
         let text = toml::to_string(&scenario)?;
         let path = base.path.parent().unwrap_or(Path::new(".")).join(format!("{name}.toml"));
-        let mut loaded = crate::scenario::load_text(text, &path)?;
+        let loaded = crate::scenario::load_text(text, &path)?;
         crate::preflight::check(&loaded)?;
-        loaded.name = name.to_string();
         Ok(loaded)
     }
 

@@ -129,7 +129,8 @@ impl Search<'_> {
     async fn confirm(&mut self, path: &Path, property: Property) -> Result<(u32, u32, Vec<String>, bool), Stop> {
         let loaded = crate::scenario_catalog::load(path).map_err(|e| Stop::Error(format!("the found scenario does not load: {e}")))?;
         let mut loaded = loaded;
-        loaded.name = format!("{}-{}", self.base.name, path.file_stem().unwrap_or_default().to_string_lossy());
+        let name = format!("{}-{}", self.base.name, path.file_stem().unwrap_or_default().to_string_lossy());
+        loaded.name = name.parse().map_err(|e| Stop::Error(format!("the found scenario's runs: {e}")))?;
         let (mut reproduced, mut runs) = (0, vec![]);
         for tried in 0..self.opts.confirm {
             if self.signalled() {

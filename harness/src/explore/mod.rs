@@ -140,7 +140,7 @@ pub async fn explore(
         run_seeds: 0,
         signalled,
     };
-    c.results.scenario = c.base.name.clone();
+    c.results.scenario = c.base.name.to_string();
     c.results.scenario_file = c.base.path.display().to_string();
     c.results.backend = c.base.scenario.backend.name().to_string();
     c.note(

@@ -73,7 +73,7 @@ mod tests {
             .into_iter()
             .map(|loaded| {
                 let loaded = loaded.unwrap();
-                (loaded.name.clone(), place(&loaded.scenario))
+                (loaded.name.to_string(), place(&loaded.scenario))
             })
             .collect()
     }

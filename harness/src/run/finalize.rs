@@ -58,7 +58,7 @@ pub fn check_and_report(
     let expect = s.expect;
     let claims = s.claims.implied_by(s.expect).check(&check);
     let results = RunResults {
-        scenario: ctx.loaded.name.clone(),
+        scenario: ctx.loaded.name.to_string(),
         description: s.description.clone(),
         // `stuck` is met by an unknown outcome, so it asks for itself what unknown stands for
         // otherwise: a whole run whose faults all took effect.

@@ -4,6 +4,7 @@
 
 use super::validate::validate;
 use super::Scenario;
+use crate::scenario_name::ScenarioName;
 use crate::toml_lines::{line_of_field, line_of_offset};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ pub type ScenarioError = crate::toml_lines::FileError;
 /// A loaded scenario with where it came from.
 #[derive(Clone, Debug)]
 pub struct LoadedScenario {
-    pub name: String,
+    pub name: ScenarioName,
     pub path: PathBuf,
     pub text: String,
     pub scenario: Scenario,
@@ -60,10 +61,16 @@ pub fn load_file(path: &Path) -> Result<LoadedScenario, ScenarioError> {
     load_text(text, path)
 }
 
-/// A scenario from its text; `path` names it (the file stem) and its errors.
+/// A scenario from its text; `path` names it (the file stem, which must be a scenario name: it
+/// names the runs' folder) and its errors.
 pub fn load_text(text: String, path: &Path) -> Result<LoadedScenario, ScenarioError> {
+    let name = ScenarioName::of_file(path).map_err(|e| ScenarioError {
+        file: path.to_path_buf(),
+        line: None,
+        field: None,
+        message: format!("the file's name: {e}"),
+    })?;
     let scenario = parse(&text, path)?;
-    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     Ok(LoadedScenario { name, path: path.to_path_buf(), text, scenario })
 }
 
@@ -102,5 +109,22 @@ mod tests {
         std::fs::write(&path, "# padding\n".repeat(120_000)).unwrap();
         let err = load_file(&path).unwrap_err().to_string();
         assert_eq!(err, format!("{}: larger than 1 MiB: not a scenario file", path.display()));
+    }
+
+    /// Issue 23: a file name becomes the run folder's name and a link in the store's pages.
+    #[test]
+    fn a_file_whose_name_is_no_scenario_name_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        for stem in ["javascript:document.title=...<!--", "javascript:alert(1)", "..", "a b", "-dash", "x".repeat(101).as_str()] {
+            let path = dir.path().join(format!("{stem}.toml"));
+            std::fs::write(&path, "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n").unwrap();
+            let err = load_file(&path).expect_err(stem).to_string();
+            assert!(err.starts_with(&format!("{}: ", path.display())), "{stem}: {err}");
+            assert!(err.contains("is not a scenario name"), "{stem}: {err}");
+            assert!(!err.contains('\n'), "{stem}: {err}");
+        }
+        let fine = dir.path().join("redis-single_v2.1.toml");
+        std::fs::write(&fine, "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n").unwrap();
+        assert_eq!(load_file(&fine).unwrap().name.as_str(), "redis-single_v2.1");
     }
 }

@@ -22,7 +22,7 @@ pub fn resolve(name_or_path: &str) -> anyhow::Result<LoadedScenario> {
     }
     let file = default_dir().join(format!("{name_or_path}.toml"));
     if !file.exists() {
-        let known: Vec<String> = list(None)?.into_iter().filter_map(|s| s.ok().map(|s| s.name)).collect();
+        let known: Vec<String> = list(None)?.into_iter().filter_map(|s| s.ok().map(|s| s.name.to_string())).collect();
         bail!("no scenario named `{name_or_path}` in {} (known: {})", default_dir().display(), known.join(", "));
     }
     Ok(load(&file)?)
