@@ -23,6 +23,7 @@ pub mod nemesis;
 pub mod node_image;
 pub mod orphans;
 pub mod orphans_on_hosts;
+pub mod paths;
 pub mod preflight;
 pub mod reporters;
 pub mod resource;
@@ -34,6 +35,8 @@ pub mod scenario_catalog;
 pub mod scenario_name;
 pub mod schedule;
 pub mod series;
+#[cfg(test)]
+mod store_fixtures;
 pub mod sweep;
 pub mod target;
 pub mod toml_lines;

@@ -211,7 +211,7 @@ pub fn write_index(store: &Path) -> anyhow::Result<()> {
         let Ok(text) = std::fs::read_to_string(run.join("results.json")) else { continue };
         let Ok(results) = serde_json::from_str::<results::RunResults>(&text) else { continue };
         let Ok(relative) = run.strip_prefix(store) else { continue };
-        let report = format!("{}/report.html", relative.display());
+        let Some(report) = reports::href::Href::to_path(&relative.join("report.html")) else { continue };
         entries.push(reports::run_index::IndexEntry { results, report });
     }
     let tmp = store.join(format!(".index-{}.html", std::process::id()));
@@ -277,5 +277,19 @@ mod tests {
         let outside: Vec<_> = std::fs::read_dir(outer.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(outside, ["store"]);
         assert_eq!(std::fs::read_dir(&store).unwrap().count(), 0);
+    }
+
+    /// A folder named before names were checked (issue 23) is linked from the index encoded,
+    /// never as a script link.
+    #[test]
+    fn the_index_links_a_hostile_run_folder_encoded() {
+        use crate::store_fixtures::{json, put_run, results};
+        let store = tempfile::tempdir().unwrap();
+        let name = "javascript:alert(1)<!--";
+        put_run(store.path(), name, "20260101T000000Z", Some(&json(&results(name, true, false))));
+        write_index(store.path()).unwrap();
+        let index = std::fs::read_to_string(store.path().join("index.html")).unwrap();
+        assert!(index.contains("<a href=\"javascript%3Aalert%281%29%3C%21--/20260101T000000Z/report.html\">"), "{index}");
+        assert!(!index.contains("href=\"javascript:"), "{index}");
     }
 }

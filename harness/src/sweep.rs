@@ -72,7 +72,7 @@ pub async fn run_sweep(scenarios: Vec<LoadedScenario>, opts: &SweepOptions, even
                     break 'scenarios;
                 }
             };
-            let point = sweep::point(results, &history.events, report_link(&store, run_dir), ceiling);
+            let point = sweep::point(results, &history.events, crate::paths::link(&dir, &run_dir.join("report.html"))?, ceiling);
             exit_code = exit_code.max(match (results.outcome, results.matches_expectation && point.above_ceiling != Some(true)) {
                 (Outcome::Unknown, _) => 2,
                 (_, true) => 0,
@@ -120,25 +120,9 @@ fn new_folder(sweeps: &Path) -> anyhow::Result<PathBuf> {
     anyhow::bail!("1000 sweeps started in one second in {}", sweeps.display())
 }
 
-/// A run's report as sweep.html (in STORE/sweeps/<start>/) reaches it.
-fn report_link(store: &Path, run_dir: &Path) -> String {
-    match run_dir.strip_prefix(store) {
-        Ok(rel) => format!("../../{}/report.html", rel.display()),
-        Err(_) => run_dir.join("report.html").display().to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reports_are_reached_from_the_sweep_folder() {
-        assert_eq!(
-            report_link(Path::new("/s"), Path::new("/s/redis-single/20261205T0900Z")),
-            "../../redis-single/20261205T0900Z/report.html"
-        );
-    }
 
     #[test]
     fn the_ceiling_is_a_lock_workload_s_shortest_work() {

@@ -4,10 +4,13 @@
 //! the lock showed under each fault, and when the search first saw each.
 //!
 //! Every word from outside (scenario names, the lock's story, paths) goes through maud, which
-//! escapes it; links point only into the store.
+//! escapes it; links are [`Href`]s, relative and percent-encoded, and a path that cannot be one
+//! (absolute: outside the store) is shown without a link.
 
-use maud::{html, Markup};
+use crate::href::Href;
+use maud::{html, Markup, Render};
 use results::explore::{ExploreResults, Finding};
+use std::path::Path;
 
 /// The page of `campaigns` (one, or several merged). Each finding comes with the path from the
 /// page to its campaign's folder (empty, or ending in `/`): its scenario is there, and its runs
@@ -65,13 +68,28 @@ pub fn render(results: &ExploreResults) -> String {
     render_many(std::slice::from_ref(results), &found, &format!("lockchaos explore: {}", results.scenario))
 }
 
+/// `text` linking to `path` (relative to the page), or only `text` when `path` cannot be a link.
+fn link_or_text(path: &Path, text: impl Render) -> Markup {
+    match Href::to_path(path) {
+        Some(href) => html! { a href=(href) { (text) } },
+        None => html! { (text) " (" (path.display().to_string()) ")" },
+    }
+}
+
 fn finding(folder: &str, f: &Finding) -> Markup {
-    let link = |run: &str| format!("{folder}../../{run}/report.html");
+    // A run's folder is relative to the store (absolute when it was outside: no link).
+    let report = |run: &str| {
+        if Path::new(run).is_absolute() {
+            Path::new(run).join("report.html")
+        } else {
+            Path::new(folder).join("../..").join(run).join("report.html")
+        }
+    };
     html! {
         section class="finding" {
             h3 {
                 (f.kind) ": " (f.property) " — "
-                a href=(format!("{folder}{}", f.scenario)) { (f.scenario) }
+                (link_or_text(&Path::new(folder).join(&f.scenario), &f.scenario))
             }
             p {
                 "Found in search run " (f.runs_to_find) " after " (format!("{:.0} s", f.seconds_to_find))
@@ -86,9 +104,9 @@ fn finding(folder: &str, f: &Finding) -> Markup {
             ul class="story" { @for line in &f.story { li { (line) } } }
             p class="runs" {
                 "Runs: "
-                a href=(link(&f.found_in)) { "found" }
-                @if let Some(run) = &f.shrunk_run { ", " a href=(link(run)) { "shrunk" } }
-                @for (i, run) in f.confirm_runs.iter().enumerate() { ", " a href=(link(run)) { "confirm " (i + 1) } }
+                (link_or_text(&report(&f.found_in), "found"))
+                @if let Some(run) = &f.shrunk_run { ", " (link_or_text(&report(run), "shrunk")) }
+                @for (i, run) in f.confirm_runs.iter().enumerate() { ", " (link_or_text(&report(run), format!("confirm {}", i + 1))) }
             }
             details {
                 summary { "Found with" }

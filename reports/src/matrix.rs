@@ -2,6 +2,7 @@
 //! many scenarios, each cell with how often the lock failed, what it cost, and whether every run
 //! matched its scenario's expectation. The seed's table, measured.
 
+use crate::href::Href;
 use maud::{html, Markup};
 use results::{Outcome, RunResults};
 use serde::{Deserialize, Serialize};
@@ -16,7 +17,7 @@ pub struct MatrixRun<'a> {
     /// Column: the failure the scenario injects ("pause", "clock-jump", "baseline").
     pub column: String,
     /// The run's report, relative to where matrix.html is written.
-    pub report: String,
+    pub report: Href,
     /// Its cell in the article's decision table (None: a baseline, or a fault the table has no
     /// column for).
     pub place: Option<crate::decision_table::TablePlace>,
@@ -70,7 +71,7 @@ pub struct RunTally {
     /// conflict, claims refused, operations sent again.
     #[serde(default)]
     pub retries: u64,
-    pub reports: Vec<String>,
+    pub reports: Vec<Href>,
 }
 
 impl RunTally {

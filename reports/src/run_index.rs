@@ -1,6 +1,7 @@
 //! store/index.html: every run in the store, newest first, with its verdict and a link to its
 //! report. Self-contained like the reports.
 
+use crate::href::Href;
 use maud::html;
 use results::RunResults;
 
@@ -8,11 +9,12 @@ use results::RunResults;
 pub struct IndexEntry {
     pub results: RunResults,
     /// The run's report.html, relative to the store.
-    pub report: String,
+    pub report: Href,
 }
 
 /// Renders the index; `entries` in any order (sorted here by start time, newest first).
-/// Written with maud (see `run_report`), which escapes every value from the runs.
+/// Written with maud (see `run_report`), which escapes every value from the runs; links are
+/// [`Href`]s.
 pub fn render(entries: &mut [IndexEntry]) -> String {
     entries.sort_by(|a, b| b.results.started_at.cmp(&a.results.started_at).then_with(|| b.report.cmp(&a.report)));
     let matched = entries.iter().filter(|e| e.results.matches_expectation).count();

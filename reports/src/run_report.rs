@@ -20,9 +20,11 @@ mod timeline;
 mod timeline_svg;
 mod violations;
 
+use crate::href::Href;
 use checker::{CheckResults, Event, Verdict};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use results::{Outcome, RunResults, WorkerFate};
+use std::path::Path;
 
 const CSS: &str = include_str!("run_report/report.css");
 
@@ -403,12 +405,14 @@ fn warnings(r: &RunResults) -> Markup {
 
 /// Relative links: the report sits in the run folder next to these files.
 fn footer() -> Markup {
+    let files = ["history.jsonl", "results.json", "scenario.toml"].map(|f| (Href::to_path(Path::new(f)), f.to_string()));
+    let logs = (Href::to_folder(Path::new("logs")), "logs/".to_string());
     html! {
         footer {
             "Run files: "
-            @for (i, f) in ["history.jsonl", "results.json", "scenario.toml", "logs/"].iter().enumerate() {
+            @for (i, (href, name)) in files.into_iter().chain([logs]).enumerate() {
                 @if i > 0 { " · " }
-                a href=(f) { (f) }
+                a href=[href] { (name) }
             }
         }
     }

@@ -38,7 +38,7 @@ pub struct SweepLine {
 pub struct SweepPoint {
     pub clients: u32,
     /// The run's report, relative to sweep.html.
-    pub report: String,
+    pub report: crate::href::Href,
     pub outcome: Outcome,
     /// Writes acknowledged to clients in the measured window, all keys.
     pub writes: u64,
@@ -65,7 +65,7 @@ impl SweepLine {
 }
 
 /// Measures one run. `ceiling_per_sec`: the lock's, if the run took one.
-pub fn point(results: &RunResults, history: &[Event], report: String, ceiling_per_sec: Option<f64>) -> SweepPoint {
+pub fn point(results: &RunResults, history: &[Event], report: crate::href::Href, ceiling_per_sec: Option<f64>) -> SweepPoint {
     let window_ns = results.time_limit_secs * 1_000_000_000;
     let start = history.iter().filter(|e| matches!(e.process, Process::Client(_))).map(|e| e.time).min().unwrap_or(0);
     let mut writes = 0u64;
@@ -268,15 +268,19 @@ mod tests {
         }
     }
 
+    fn report(path: &str) -> crate::href::Href {
+        crate::href::Href::to_path(std::path::Path::new(path)).unwrap()
+    }
+
     #[test]
     fn a_rate_over_the_ceiling_is_flagged_and_one_under_it_is_not() {
         // 10 s at work 200 ms: at most 50 sections (51 with one straddling the start).
         let start = Event::new(0, Process::Client(1), EventType::Invoke, "acquire");
         let under: Vec<Event> = std::iter::once(start.clone()).chain((0..50).map(|i| write_ok(200 * i + 199, 1, "k"))).collect();
-        let p = point(&results(10, 2), &under, "r".into(), Some(5.0));
+        let p = point(&results(10, 2), &under, report("r"), Some(5.0));
         assert_eq!((p.writes, p.above_ceiling), (50, Some(false)));
         let over: Vec<Event> = std::iter::once(start).chain((0..60).map(|i| write_ok(160 * i + 150, 1 + i % 2, "k"))).collect();
-        let p = point(&results(10, 2), &over, "r".into(), Some(5.0));
+        let p = point(&results(10, 2), &over, report("r"), Some(5.0));
         assert_eq!((p.writes, p.above_ceiling), (60, Some(true)));
     }
 
@@ -285,7 +289,7 @@ mod tests {
         let mut h = vec![Event::new(1_000_000_000, Process::Client(1), EventType::Invoke, "read")];
         h.extend((0..20).map(|i| write_ok(1000 + 100 * i, 1 + i % 2, if i % 2 == 0 { "a" } else { "b" })));
         h.push(write_ok(1000 + 10_000, 1, "a")); // past the 10 s window
-        let p = point(&results(10, 2), &h, "r".into(), None);
+        let p = point(&results(10, 2), &h, report("r"), None);
         assert_eq!((p.writes, p.keys), (20, 2));
         assert!((p.writes_per_sec_per_key - 1.0).abs() < 1e-9);
         assert_eq!(p.above_ceiling, None);
@@ -297,7 +301,7 @@ mod tests {
             scenario: "<b>x</b>".into(),
             label: "redis".into(),
             ceiling_per_sec: Some(5.0),
-            points: vec![point(&results(10, 1), &[write_ok(10, 1, "k")], "a/report.html".into(), Some(5.0))],
+            points: vec![point(&results(10, 1), &[write_ok(10, 1, "k")], report("a/report.html"), Some(5.0))],
         };
         let page = render_html(&Sweep { clients: vec![1, 2], lines: vec![line] }, "sweep");
         assert!(page.contains("&lt;b&gt;x&lt;/b&gt;") && !page.contains("<b>x</b>"));

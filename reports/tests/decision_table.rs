@@ -20,7 +20,7 @@ fn matrix_runs<'a>(runs: &[(&'a RunResults, Option<TablePlace>)]) -> Vec<MatrixR
             results: r,
             row: String::new(),
             column: String::new(),
-            report: format!("{}/report.html", r.scenario),
+            report: reports::href::Href::to_path(&std::path::Path::new(&r.scenario).join("report.html")).unwrap(),
             place: *place,
         })
         .collect()

@@ -9,6 +9,10 @@ use reports::{junit::junit_xml, matrix, Matrix, MatrixRun};
 use results::{Expectation, Outcome};
 use std::time::Duration;
 
+fn href(path: &str) -> reports::href::Href {
+    reports::href::Href::to_path(std::path::Path::new(path)).unwrap()
+}
+
 #[test]
 fn cells_aggregate_runs_by_backend_and_failure_and_say_whether_they_match() {
     let results = [
@@ -25,7 +29,7 @@ fn cells_aggregate_runs_by_backend_and_failure_and_say_whether_they_match() {
             results: r,
             row: row.into(),
             column: column.into(),
-            report: format!("{}/report.html", r.run_id),
+            report: href(&format!("{}/report.html", r.run_id)),
             place: None,
         })
         .collect();
@@ -99,8 +103,8 @@ fn the_index_lists_runs_newest_first_with_their_verdicts_and_links() {
     let mut new = run("etcd-baseline", Expectation::Safe, false);
     new.started_at = "2026-01-02T00:00:00Z".into();
     let mut entries = [
-        IndexEntry { results: old, report: "redis-pause/1/report.html".into() },
-        IndexEntry { results: new, report: "etcd-baseline/2/report.html".into() },
+        IndexEntry { results: old, report: href("redis-pause/1/report.html") },
+        IndexEntry { results: new, report: href("etcd-baseline/2/report.html") },
     ];
     let html = run_index::render(&mut entries);
     let (first, second) = (html.find("etcd-baseline/2/report.html").unwrap(), html.find("redis-pause/1/report.html").unwrap());
@@ -113,13 +117,13 @@ fn the_index_lists_runs_newest_first_with_their_verdicts_and_links() {
 fn the_index_and_the_matrix_escape_names_from_runs_in_text_and_attributes() {
     let mut odd = run("a<b>&\"c\" <script>x</script>", Expectation::Safe, false);
     odd.backend = "<i>b</i>".into();
-    let mut entries = [IndexEntry { results: odd.clone(), report: "x\"><script>/report.html".into() }];
+    let mut entries = [IndexEntry { results: odd.clone(), report: href("x\"><script>/report.html") }];
     let index = run_index::render(&mut entries);
     assert!(!index.contains("<script") && !index.contains("<i>"), "{index}");
-    assert!(index.contains("<a href=\"x&quot;&gt;&lt;script&gt;/report.html\">a&lt;b&gt;&amp;&quot;c&quot; &lt;script&gt;"), "{index}");
+    assert!(index.contains("<a href=\"x%22%3E%3Cscript%3E/report.html\">a&lt;b&gt;&amp;&quot;c&quot; &lt;script&gt;"), "{index}");
     assert!(index.contains("<td>&lt;i&gt;b&lt;/i&gt;</td>"), "{index}");
 
-    let runs = [MatrixRun { results: &odd, row: "<r>".into(), column: "\"c\"".into(), report: "b\"<x>/report.html".into(), place: None }];
+    let runs = [MatrixRun { results: &odd, row: "<r>".into(), column: "\"c\"".into(), report: href("b\"<x>/report.html"), place: None }];
     let html = matrix::render_html(&Matrix::from_runs(&runs), "t <&>");
     assert!(!html.contains("<script") && !html.contains("<r>") && !html.contains("<x>"), "{html}");
     // The cell's tooltip names the scenarios: the quote must not end the attribute.
@@ -128,5 +132,5 @@ fn the_index_and_the_matrix_escape_names_from_runs_in_text_and_attributes() {
         html.contains("<title>t &lt;&amp;&gt;</title>") && html.contains("<th>&lt;r&gt;</th>") && html.contains("<th>&quot;c&quot;</th>"),
         "{html}"
     );
-    assert!(html.contains("<a href=\"b&quot;&lt;x&gt;/report.html\">1</a>"), "{html}");
+    assert!(html.contains("<a href=\"b%22%3Cx%3E/report.html\">1</a>"), "{html}");
 }

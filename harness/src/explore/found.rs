@@ -5,9 +5,10 @@
 
 use super::candidate::Candidate;
 use super::space::Space;
+use crate::paths::{absolute, relative};
 use crate::scenario::{Expectation, LoadedScenario};
 use results::explore::{FailureKind, Finding, Strategy};
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 pub fn write(
     path: &Path,
@@ -102,39 +103,4 @@ fn as_edited_base(base: &LoadedScenario, s: &crate::scenario::Scenario) -> Optio
 /// One comment line's worth: no line break or other control character (TOML refuses them).
 fn one_line(s: &str) -> String {
     s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
-}
-
-pub(crate) fn absolute(p: &Path) -> PathBuf {
-    std::fs::canonicalize(p).unwrap_or_else(|_| std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf()))
-}
-
-/// `to` as seen from the folder `from` (both absolute): `../../..`.
-pub(crate) fn relative(from: &Path, to: &Path) -> PathBuf {
-    let from: Vec<Component> = from.components().collect();
-    let to_parts: Vec<Component> = to.components().collect();
-    let common = from.iter().zip(&to_parts).take_while(|(a, b)| a == b).count();
-    let mut out = PathBuf::new();
-    for _ in common..from.len() {
-        out.push("..");
-    }
-    for c in &to_parts[common..] {
-        out.push(c.as_os_str());
-    }
-    if out.as_os_str().is_empty() {
-        out.push(".");
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::relative;
-    use std::path::Path;
-
-    #[test]
-    fn a_project_is_named_from_the_found_files_folder() {
-        assert_eq!(relative(Path::new("/w/p/store/explore/x"), Path::new("/w/p")), Path::new("../../.."));
-        assert_eq!(relative(Path::new("/tmp/s/explore/x"), Path::new("/w/p")), Path::new("../../../../w/p"));
-        assert_eq!(relative(Path::new("/w/p"), Path::new("/w/p")), Path::new("."));
-    }
 }

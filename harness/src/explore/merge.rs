@@ -2,7 +2,7 @@
 //! one campaign, or campaigns made apart) laid out as one explore.json and explore.html in
 //! `--store`, their findings deduplicated by property and shrunk schedule. Nothing is run.
 
-use super::found::{absolute, relative};
+use crate::paths::{absolute, relative};
 use results::explore::{ExploreResults, Finding};
 use serde::Serialize;
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@ use anyhow::Context;
 use reports::decision_table::{self, DecisionTable, TablePlace};
 use reports::{matrix, Matrix, MatrixRun};
 use results::RunResults;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub struct MatrixReport {
     store: PathBuf,
@@ -50,17 +50,11 @@ impl Reporter for MatrixReport {
 
     fn finish(&mut self) -> anyhow::Result<()> {
         let store = self.store.canonicalize().unwrap_or(self.store.clone());
-        let runs: Vec<MatrixRun> = self
-            .runs
-            .iter()
-            .map(|(results, row, column, place, dir)| MatrixRun {
-                results,
-                row: row.clone(),
-                column: column.clone(),
-                report: relative(&store, &dir.join("report.html")),
-                place: *place,
-            })
-            .collect();
+        let mut runs: Vec<MatrixRun> = vec![];
+        for (results, row, column, place, dir) in &self.runs {
+            let report = crate::paths::link(&store, &dir.join("report.html"))?;
+            runs.push(MatrixRun { results, row: row.clone(), column: column.clone(), report, place: *place });
+        }
         let m = Matrix::from_runs(&runs);
         let json = store.join("matrix.json");
         std::fs::write(&json, serde_json::to_vec_pretty(&m)?).with_context(|| format!("writing {}", json.display()))?;
@@ -94,11 +88,6 @@ impl Reporter for MatrixReport {
         print_line!("the article's table: {}", table_html.display());
         Ok(())
     }
-}
-
-fn relative(base: &Path, path: &Path) -> String {
-    let path = path.canonicalize().unwrap_or(path.to_path_buf());
-    path.strip_prefix(base).map(|p| p.display().to_string()).unwrap_or_else(|_| path.display().to_string())
 }
 
 /// The matrix column: the scenario's `failure`, else the fault kinds it injects (partitions
