@@ -35,8 +35,6 @@ pub mod scenario_catalog;
 pub mod scenario_name;
 pub mod schedule;
 pub mod series;
-#[cfg(test)]
-mod store_fixtures;
 pub mod sweep;
 pub mod target;
 pub mod toml_lines;

@@ -283,10 +283,31 @@ mod tests {
     /// never as a script link.
     #[test]
     fn the_index_links_a_hostile_run_folder_encoded() {
-        use crate::store_fixtures::{json, put_run, results};
         let store = tempfile::tempdir().unwrap();
         let name = "javascript:alert(1)<!--";
-        put_run(store.path(), name, "20260101T000000Z", Some(&json(&results(name, true, false))));
+        let results = results::RunResults {
+            scenario: name.into(),
+            description: "d".into(),
+            expect: results::Expectation::Safe,
+            outcome: results::Outcome::Safe,
+            matches_expectation: true,
+            run_id: "r".into(),
+            backend: "redis-single".into(),
+            seed: 1,
+            clients: 2,
+            time_limit_secs: 1,
+            started_at: "2026-01-01T00:00:00+00:00".into(),
+            duration_secs: 1.0,
+            interrupted: false,
+            workers: vec![],
+            warnings: vec![],
+            not_applied: vec![],
+            properties: checker::check(&[], &checker::CheckOptions::default()),
+            claims: vec![],
+        };
+        let run = store.path().join(name).join("20260101T000000Z");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("results.json"), serde_json::to_vec(&results).unwrap()).unwrap();
         write_index(store.path()).unwrap();
         let index = std::fs::read_to_string(store.path().join("index.html")).unwrap();
         assert!(index.contains("<a href=\"javascript%3Aalert%281%29%3C%21--/20260101T000000Z/report.html\">"), "{index}");
