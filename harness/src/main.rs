@@ -1,6 +1,7 @@
 //! `lockchaos`: the command line. One file per command under cli/, each a thin layer over the
 //! harness library. Exit status: 0 when every run matched its scenario's `expect`, 1 when one
-//! did not, 2 when one ended unknown, and on error.
+//! did not, 2 when one ended unknown, and on error; 3 when nothing ran (a matrix shard that holds
+//! no run, a `matrix merge` with nothing to merge).
 
 mod cli;
 

@@ -40,28 +40,58 @@ fn glob_set(patterns: &str) -> anyhow::Result<globset::GlobSet> {
     globs.build().context("scenario patterns")
 }
 
+/// The exit status of a matrix that ran nothing (a shard that holds no run) or a merge that
+/// found nothing to merge: no verdict, neither a match (0) nor a mismatch (1) nor an unknown
+/// run or error (2).
+pub const NOTHING_RAN: u8 = 3;
+
 /// `lockchaos matrix merge`: the matrix and the article's table of the runs already in `stores`
 /// (shards of one matrix, or tallies made apart), written to `out`, each run's report linked
-/// where it is. A folder without results.json (a run killed or still going) is left out and
-/// named. Exit status as a matrix's: 0 every run matched, 1 some did not.
+/// where it is. A folder that cannot be read as a finished run (no results.json, or one cut
+/// short or unreadable, no scenario.toml that loads) is left out and named. A run is counted
+/// once however often the stores reach it: runs are told apart by their folder's canonical
+/// path. Exit status as a matrix's (0 every run matched, 1 some did not, 2 one ended unknown),
+/// or [`NOTHING_RAN`] when no run is left to merge, and then nothing is written.
 pub fn merge(stores: &[PathBuf], out: &Path) -> anyhow::Result<u8> {
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create the store {}", out.display()))?;
     let mut report = MatrixReport::new(out.to_path_buf());
+    let mut seen = std::collections::HashSet::new();
     for store in stores {
         for dir in run_store::run_folders(store)? {
-            let Ok(text) = std::fs::read_to_string(dir.join("results.json")) else {
-                print_line!("left out {}: no results.json (the run was killed or is still going)", dir.display());
+            // The same folder through the same store given twice, a symlink, or `a/../a`.
+            let canonical = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            if !seen.insert(canonical.clone()) {
                 continue;
-            };
-            let results: RunResults =
-                serde_json::from_str(&text).with_context(|| format!("{}: not a results.json", dir.join("results.json").display()))?;
-            let scenario = crate::scenario::load_file(&dir.join("scenario.toml")).map_err(|e| anyhow::anyhow!("{e}"))?;
-            report.add(results, &scenario.scenario, dir);
+            }
+            match finished_run(&dir) {
+                Ok((results, scenario)) => report.add(results, &scenario, canonical),
+                Err(why) => print_line!("left out {}: {why}", dir.display()),
+            }
         }
     }
-    let all_match = report.all_match();
+    if report.runs() == 0 {
+        let names: Vec<String> = stores.iter().map(|s| s.display().to_string()).collect();
+        print_line!("nothing to merge: no finished run in {}", names.join(", "));
+        return Ok(NOTHING_RAN);
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create the store {}", out.display()))?;
+    let code = report.exit_code();
     report.finish()?;
-    Ok(if all_match { 0 } else { 1 })
+    Ok(code)
+}
+
+/// A run folder's results and scenario, or why it cannot be merged (one line).
+fn finished_run(dir: &Path) -> Result<(RunResults, crate::scenario::Scenario), String> {
+    let file = dir.join("results.json");
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err("no results.json (the run was killed or is still going)".into());
+        }
+        Err(e) => return Err(format!("cannot read results.json: {e}")),
+    };
+    let results: RunResults = serde_json::from_str(&text).map_err(|e| format!("results.json is cut short or not a results.json: {e}"))?;
+    let scenario = crate::scenario::load_file(&dir.join("scenario.toml")).map_err(|e| e.to_string())?;
+    Ok((results, scenario.scenario))
 }
 
 /// One of N shards of a matrix (`--shard K/N`, K from 1): like nextest's `--partition
@@ -104,7 +134,8 @@ impl Shard {
 
 /// Runs this shard's runs of the chosen scenarios, `jobs` at a time, until Ctrl-C or SIGTERM.
 /// Exit status: 0 every run matched its expectation, 1 some did not, 2 a run ended unknown or
-/// in an error (e.g. a fault this kernel lacks).
+/// in an error (e.g. a fault this kernel lacks). A shard that holds no run is the caller's to
+/// refuse ([`NOTHING_RAN`]).
 pub async fn run_matrix(chosen: Vec<LoadedScenario>, runs: u32, shard: Shard, jobs: usize, opts: &RunOptions, events: &EventSink) -> u8 {
     let counts = shard.runs_of(chosen.len(), runs);
     if jobs > 1 {

@@ -25,12 +25,22 @@ impl Series {
     /// unknown (and so met no expectation: `stuck` can be met by an unknown outcome) or the
     /// series ended in error.
     pub fn exit_code(&self) -> u8 {
-        let unknown = self.error.is_some() || self.runs.iter().any(|r| r.outcome == Outcome::Unknown && !r.matches_expectation);
-        match (unknown, self.runs.iter().all(|r| r.matches_expectation)) {
-            (true, _) => 2,
-            (false, true) => 0,
-            (false, false) => 1,
+        let runs = self.runs.iter().map(exit_code_of).max().unwrap_or(0);
+        if self.error.is_some() {
+            2
+        } else {
+            runs
         }
+    }
+}
+
+/// One run's exit status: 0 it matched its expectation, 1 it did not, 2 it ended unknown
+/// without matching (`stuck` can be met by an unknown outcome). A group's is the highest.
+pub fn exit_code_of(r: &RunResults) -> u8 {
+    match (r.matches_expectation, r.outcome) {
+        (true, _) => 0,
+        (false, Outcome::Unknown) => 2,
+        (false, _) => 1,
     }
 }
 

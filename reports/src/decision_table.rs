@@ -13,7 +13,7 @@ mod html;
 
 pub use html::render_html;
 
-use crate::matrix::RunTally;
+use crate::matrix::{RunTally, Verdict};
 use crate::MatrixRun;
 use results::RunResults;
 use serde::{Deserialize, Serialize};
@@ -179,7 +179,8 @@ pub struct TableCell {
     pub longest_gap_ms: Option<f64>,
     /// Runs that ended with the lock still unavailable.
     pub runs_unavailable_at_end: u32,
-    /// Whether the measurement agrees with the article; None without runs.
+    /// Whether the measurement agrees with the article; None without runs, or when the runs
+    /// that did not match were all interrupted.
     pub agrees: Option<bool>,
 }
 
@@ -226,7 +227,12 @@ fn cell(system: LockSystem, column: TableColumn, runs: &[&MatrixRun<'_>]) -> Tab
     let agrees = match column {
         _ if runs.is_empty() || cannot_run_here.is_some() => None,
         TableColumn::Fencing => Some(grants_with_token > 0 && non_increasing_grants == 0 && (!fences || accepted_out_of_order == 0)),
-        _ => Some(tally.all_matched()),
+        // Interrupted runs (and none that did not match) tell neither way.
+        _ => match tally.verdict() {
+            Verdict::Matched => Some(true),
+            Verdict::DidNotMatch => Some(false),
+            Verdict::Interrupted | Verdict::NoRuns => None,
+        },
     };
     TableCell {
         system,

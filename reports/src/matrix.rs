@@ -60,6 +60,10 @@ pub struct RunTally {
     pub runs_unknown: u32,
     /// Runs whose outcome (and claims) matched their scenario's expectation.
     pub runs_matched: u32,
+    /// Runs cut short (Ctrl-C, SIGTERM, an error) that did not match: not measured to their
+    /// end, so neither a match nor a mismatch.
+    #[serde(default)]
+    pub runs_interrupted: u32,
     pub lost_updates: u64,
     pub acknowledged_updates: u64,
     pub stale_writes_rejected: u64,
@@ -87,6 +91,7 @@ impl RunTally {
             runs_with_violation: count(&|r| r.outcome == Outcome::Violation),
             runs_unknown: count(&|r| r.outcome == Outcome::Unknown),
             runs_matched: count(&|r| r.matches_expectation),
+            runs_interrupted: count(&|r| r.interrupted && !r.matches_expectation),
             lost_updates: sum(&|r| {
                 let (rs, once) = (&r.properties.resource_safety, &r.properties.exactly_once);
                 rs.lost_updates + rs.acknowledged_missing + once.acknowledged_missing
@@ -109,6 +114,30 @@ impl RunTally {
     pub fn all_matched(&self) -> bool {
         self.runs_matched == self.runs
     }
+
+    /// How the runs stand against their expectations: a run that did not match outweighs an
+    /// interrupted one, which outweighs the matches.
+    pub fn verdict(&self) -> Verdict {
+        if self.runs == 0 {
+            Verdict::NoRuns
+        } else if self.runs_matched == self.runs {
+            Verdict::Matched
+        } else if self.runs_matched + self.runs_interrupted == self.runs {
+            Verdict::Interrupted
+        } else {
+            Verdict::DidNotMatch
+        }
+    }
+}
+
+/// Where a group of runs (a cell, the whole matrix) stands against its expectations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    NoRuns,
+    Matched,
+    /// Every run that was not cut short matched; some were cut short.
+    Interrupted,
+    DidNotMatch,
 }
 
 impl Matrix {
@@ -129,6 +158,12 @@ impl Matrix {
 
     pub fn cell(&self, row: &str, column: &str) -> Option<&Cell> {
         self.cells.iter().find(|c| c.row == row && c.column == column)
+    }
+
+    /// The cells' verdicts together: the weightiest of them, or no runs without cells.
+    pub fn verdict(&self) -> Verdict {
+        let verdicts: Vec<Verdict> = self.cells.iter().map(|c| c.tally.verdict()).collect();
+        [Verdict::DidNotMatch, Verdict::Interrupted, Verdict::Matched].into_iter().find(|v| verdicts.contains(v)).unwrap_or(Verdict::NoRuns)
     }
 }
 
@@ -165,10 +200,11 @@ pub(crate) fn ms(v: Option<f64>) -> String {
 /// `run_report`), which escapes every value from the runs (scenario, row and column names).
 pub fn render_html(m: &Matrix, title: &str) -> String {
     let body = html! {        p { a href="table.html" { "The same runs as the article's decision table" } }
-        @if m.all_match {
-            p class="summary match" { "Every cell matched its expectation in every run." }
-        } @else {
-            p class="summary mismatch" { "Some cells did not match their expectation." }
+        @match m.verdict() {
+            Verdict::NoRuns => p class="summary" { "No run finished: nothing was measured." },
+            Verdict::Matched => p class="summary match" { "Every cell matched its expectation in every run." },
+            Verdict::Interrupted => p class="summary interrupted" { "Some runs were interrupted: their cells were not measured to the end." },
+            Verdict::DidNotMatch => p class="summary mismatch" { "Some cells did not match their expectation." },
         }
         table id="matrix" {
             thead { tr { th { "backend" } @for c in &m.columns { th { (c) } } } }
@@ -190,19 +226,31 @@ pub fn render_html(m: &Matrix, title: &str) -> String {
             "Each cell: runs with a violation / runs (expected outcome), lost updates of \
              acknowledged ones, stale writes the resource rejected, operations applied twice and retries (the workloads \
              without a lock), acquire success rate, acquire latency p50 \
-             (median over runs) / p99 (highest of the runs) in ms. Green: every run matched its expectation."
+             (median over runs) / p99 (highest of the runs) in ms. Green: every run matched its expectation; \
+             yellow: every run that ran to its end did, and some were interrupted (Ctrl-C, SIGTERM, an error)."
         }
     };
     crate::page::page(title, MATRIX_CSS, body)
 }
 
+/// The class of a cell (its colour) by its verdict.
+fn verdict_class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::NoRuns => "empty",
+        Verdict::Matched => "match",
+        Verdict::Interrupted => "interrupted",
+        Verdict::DidNotMatch => "mismatch",
+    }
+}
+
 fn render_cell(c: &Cell) -> Markup {
     html! {
-        td class=(if c.matches_expectation { "match" } else { "mismatch" }) title=(c.tally.scenarios.join(", ")) {
+        td class=(verdict_class(c.tally.verdict())) title=(c.tally.scenarios.join(", ")) {
             div class="verdict" {
                 "violation " (c.tally.runs_with_violation) "/" (c.tally.runs) " "
                 span class="expect" { "(expect " (c.expect.join("/")) ")" }
             }
+            @if c.tally.runs_interrupted > 0 { div { "interrupted " (c.tally.runs_interrupted) } }
             div { "lost " (c.tally.lost_updates) " of " (c.tally.acknowledged_updates) }
             div { "rejected " (c.tally.stale_writes_rejected) }
             @if let Some(twice) = c.tally.applied_twice { div { "applied twice " (twice) } }
@@ -222,5 +270,6 @@ fn render_cell(c: &Cell) -> Markup {
 const MATRIX_CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:.4em .6em;vertical-align:top;font-size:.9em}\
 thead th{background:#f4f4f4}td.match{background:#e9f7ec}td.mismatch{background:#fde8e8}td.empty{background:#fafafa}\
+td.interrupted{background:#fff4d6}.summary.interrupted{color:#8a5a00;font-weight:600}\
 .verdict{font-weight:600}.expect{font-weight:400;color:#555}.runs a{margin-right:.3em}\
 .summary.match{color:#1a7f37}.summary.mismatch{color:#b42318;font-weight:600}.legend{color:#555;font-size:.85em;max-width:60em}";

@@ -55,6 +55,45 @@ fn cells_aggregate_runs_by_backend_and_failure_and_say_whether_they_match() {
     assert_eq!(serde_json::from_str::<Matrix>(&json).unwrap(), m);
 }
 
+/// Issue 23: a cell with a run cut short by Ctrl-C or SIGTERM said "DOES NOT MATCH".
+#[test]
+fn a_cell_whose_unmatched_runs_were_interrupted_is_interrupted_and_no_runs_is_no_verdict() {
+    use reports::decision_table::{DecisionTable, LockSystem, TableColumn, TablePlace};
+    use reports::matrix::Verdict;
+    let matched = run("redis-pause", Expectation::Violation, true);
+    let mut cut = run("redis-pause", Expectation::Violation, false);
+    (cut.outcome, cut.matches_expectation, cut.interrupted) = (Outcome::Unknown, false, true);
+    let missed = run("redis-pause", Expectation::Violation, false);
+    fn runs_of<'a>(results: Vec<&'a results::RunResults>) -> Vec<MatrixRun<'a>> {
+        let place = Some(TablePlace { system: LockSystem::SingleRedis, column: TableColumn::Timing });
+        results
+            .into_iter()
+            .map(|r| MatrixRun { results: r, row: "redis".into(), column: "pause".into(), report: href("r/report.html"), place })
+            .collect()
+    }
+
+    let m = Matrix::from_runs(&runs_of(vec![&matched, &cut]));
+    let cell = m.cell("redis", "pause").unwrap();
+    assert_eq!((cell.tally.runs, cell.tally.runs_matched, cell.tally.runs_interrupted), (2, 1, 1));
+    assert_eq!((cell.tally.verdict(), m.verdict()), (Verdict::Interrupted, Verdict::Interrupted));
+    let html = matrix::render_html(&m, "m");
+    assert!(html.contains("<td class=\"interrupted\"") && html.contains("Some runs were interrupted"), "{html}");
+    assert!(!html.contains("class=\"mismatch\"") && !html.contains("did not match"), "{html}");
+    let table = DecisionTable::from_runs(&runs_of(vec![&matched, &cut]));
+    assert_eq!(table.cell(LockSystem::SingleRedis, TableColumn::Timing).agrees, None, "neither agrees nor disagrees");
+
+    // A run that did not match outweighs the interrupted one.
+    let m = Matrix::from_runs(&runs_of(vec![&matched, &cut, &missed]));
+    assert_eq!(m.verdict(), Verdict::DidNotMatch);
+    let table = DecisionTable::from_runs(&runs_of(vec![&matched, &cut, &missed]));
+    assert_eq!(table.cell(LockSystem::SingleRedis, TableColumn::Timing).agrees, Some(false));
+
+    let empty = Matrix::from_runs(&[]);
+    assert_eq!(empty.verdict(), Verdict::NoRuns);
+    let html = matrix::render_html(&empty, "m");
+    assert!(html.contains("nothing was measured") && !html.contains("did not match"), "{html}");
+}
+
 #[test]
 fn junit_has_a_case_per_run_a_failure_per_mismatch_and_escapes_names() {
     let mut odd = run("a<b>&\"c\"", Expectation::Safe, false);

@@ -85,6 +85,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let shard = args.shard.unwrap_or(harness::matrix::Shard::WHOLE);
+    let held: u32 = shard.runs_of(chosen.len(), args.runs).iter().sum();
+    if held == 0 {
+        harness::print_line!(
+            "nothing ran: shard {}/{} holds none of the {} run(s) of the chosen scenarios",
+            shard.index,
+            shard.total,
+            chosen.len() as u64 * u64::from(args.runs)
+        );
+        return Ok(ExitCode::from(harness::matrix::NOTHING_RAN));
+    }
     // Every run needs Docker: say so once, before any run or file.
     harness::containers::docker_api::connect().await?;
     std::fs::create_dir_all(&args.store).with_context(|| format!("cannot create the store {}", args.store.display()))?;
@@ -96,7 +107,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let events = EventSink::new(reporters);
     let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: None, clients: None, exe: None, nodes };
-    let shard = args.shard.unwrap_or(harness::matrix::Shard::WHOLE);
     let code = harness::matrix::run_matrix(chosen, args.runs, shard, args.jobs as usize, &opts, &events).await;
     events.finish()?;
     Ok(ExitCode::from(code))

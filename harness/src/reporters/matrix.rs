@@ -10,6 +10,7 @@ use crate::scenario::Scenario;
 use crate::worker::WorkloadKind;
 use anyhow::Context;
 use reports::decision_table::{self, DecisionTable, TablePlace};
+use reports::matrix::Verdict;
 use reports::{matrix, Matrix, MatrixRun};
 use results::RunResults;
 use std::path::PathBuf;
@@ -30,9 +31,15 @@ impl MatrixReport {
         self.runs.push((results, row(scenario), column(scenario), super::table_place::place(scenario), dir));
     }
 
-    /// Whether every cell matched its expectation in every run (false without runs).
-    pub fn all_match(&self) -> bool {
-        !self.runs.is_empty() && self.runs.iter().all(|(r, ..)| r.matches_expectation)
+    /// How many runs it holds.
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// The exit status of its runs, as a matrix's: 0 every run matched, 1 some did not, 2 one
+    /// ended unknown without matching (an interrupted run among them).
+    pub fn exit_code(&self) -> u8 {
+        self.runs.iter().map(|(r, ..)| crate::series::exit_code_of(r)).max().unwrap_or(0)
     }
 }
 
@@ -67,27 +74,41 @@ impl Reporter for MatrixReport {
         std::fs::write(&table_html, decision_table::render_html(&table, "lockchaos: the decision table, measured"))
             .with_context(|| format!("writing {}", table_html.display()))?;
         for c in &m.cells {
-            // The workloads without a lock: what they applied twice and what they retried.
-            let twice = c.tally.applied_twice.map(|n| format!(" applied twice {n}")).unwrap_or_default();
-            let retries = if c.tally.retries > 0 { format!(" retries {}", c.tally.retries) } else { String::new() };
-            print_line!(
-                "{:<40} {:<22} violation {}/{} (expect {}) lost {} rejected {}{twice}{retries} acquired {} {}",
-                c.row,
-                c.column,
-                c.tally.runs_with_violation,
-                c.tally.runs,
-                c.expect.join("/"),
-                c.tally.lost_updates,
-                c.tally.stale_writes_rejected,
-                c.acquire_success_rate.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "-".into()),
-                if c.matches_expectation { "matches" } else { "DOES NOT MATCH" }
-            );
+            print_line!("{}", cell_line(c));
         }
-        let verdict = if m.all_match { "every cell matched its expectation" } else { "some cells did not match" };
+        let verdict = match m.verdict() {
+            Verdict::NoRuns => "no run finished: nothing was measured",
+            Verdict::Matched => "every cell matched its expectation",
+            Verdict::Interrupted => "some runs were interrupted: their cells were not measured to the end",
+            Verdict::DidNotMatch => "some cells did not match",
+        };
         print_line!("matrix: {} — {verdict}", html.display());
         print_line!("the article's table: {}", table_html.display());
         Ok(())
     }
+}
+
+/// A cell as the summary prints it, its verdict last.
+fn cell_line(c: &matrix::Cell) -> String {
+    // The workloads without a lock: what they applied twice and what they retried.
+    let twice = c.tally.applied_twice.map(|n| format!(" applied twice {n}")).unwrap_or_default();
+    let retries = if c.tally.retries > 0 { format!(" retries {}", c.tally.retries) } else { String::new() };
+    let verdict = match c.tally.verdict() {
+        Verdict::Matched => "matches".to_string(),
+        Verdict::Interrupted => format!("interrupted ({} of {} runs cut short)", c.tally.runs_interrupted, c.tally.runs),
+        Verdict::DidNotMatch | Verdict::NoRuns => "DOES NOT MATCH".to_string(),
+    };
+    format!(
+        "{:<40} {:<22} violation {}/{} (expect {}) lost {} rejected {}{twice}{retries} acquired {} {verdict}",
+        c.row,
+        c.column,
+        c.tally.runs_with_violation,
+        c.tally.runs,
+        c.expect.join("/"),
+        c.tally.lost_updates,
+        c.tally.stale_writes_rejected,
+        c.acquire_success_rate.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "-".into()),
+    )
 }
 
 /// The matrix column: the scenario's `failure`, else the fault kinds it injects (partitions

@@ -27,7 +27,8 @@ pub fn render_html(t: &DecisionTable, title: &str) -> String {
             "Each cell: the article's claim, then what the runs measured: runs with a violation / runs, \
              updates lost of those acknowledged, and where the column asks for it the time from a holder's \
              kill to the next grant (freed after), the longest time without a grant, or the tokens. \
-             Green: every run matched its scenario (whose expectation is the claim); red: they disagree."
+             Green: every run matched its scenario (whose expectation is the claim); red: they disagree; \
+             interrupted: the runs that did not match were cut short (Ctrl-C, SIGTERM, an error), so they tell neither way."
         }
     };
     crate::page::page(title, TABLE_CSS, body)
@@ -36,6 +37,7 @@ pub fn render_html(t: &DecisionTable, title: &str) -> String {
 fn render_cell(c: &TableCell) -> Markup {
     let class = match (&c.cannot_run_here, c.agrees) {
         (Some(_), _) => "cannot-run",
+        (None, None) if c.tally.runs_interrupted > 0 => "interrupted",
         (None, None) => "not-measured",
         (None, Some(true)) => "agrees",
         (None, Some(false)) => "disagrees",
@@ -50,7 +52,9 @@ fn render_cell(c: &TableCell) -> Markup {
             } @else {
                 div class="measured" {
                     @if c.agrees == Some(false) { strong { "disagrees: " } }
+                    @if c.agrees.is_none() && c.tally.runs_interrupted > 0 { strong { "interrupted: " } }
                     (measurement(c))
+                    @if c.tally.runs_interrupted > 0 { "; " (c.tally.runs_interrupted) " run(s) interrupted" }
                 }
                 div class="runs" {
                     @for (i, r) in c.tally.reports.iter().enumerate() {
@@ -108,6 +112,6 @@ fn measurement(c: &TableCell) -> String {
 const TABLE_CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:.4em .6em;vertical-align:top;font-size:.85em;max-width:16em}\
 thead th{background:#f4f4f4}td.agrees{background:#e9f7ec}td.disagrees{background:#fde8e8}\
-td.cannot-run{background:#f3f3f3;color:#555}td.not-measured{background:#fff8e1}\
+td.cannot-run{background:#f3f3f3;color:#555}td.not-measured{background:#fff8e1}td.interrupted{background:#fff4d6}\
 .claim{color:#555;font-style:italic;margin-bottom:.3em}.runs a{margin-right:.3em}\
 .legend{color:#555;font-size:.85em;max-width:60em}";
