@@ -4,7 +4,7 @@
 use crate::events::{Event, EventSink};
 use crate::run::{self, RunOptions};
 use crate::scenario::LoadedScenario;
-use results::{Outcome, RunResults};
+use results::RunResults;
 use std::sync::Arc;
 
 /// How a series ended.
@@ -25,22 +25,12 @@ impl Series {
     /// unknown (and so met no expectation: `stuck` can be met by an unknown outcome) or the
     /// series ended in error.
     pub fn exit_code(&self) -> u8 {
-        let runs = self.runs.iter().map(exit_code_of).max().unwrap_or(0);
+        let runs = self.runs.iter().map(RunResults::exit_code).max().unwrap_or(0);
         if self.error.is_some() {
             2
         } else {
             runs
         }
-    }
-}
-
-/// One run's exit status: 0 it matched its expectation, 1 it did not, 2 it ended unknown
-/// without matching (`stuck` can be met by an unknown outcome). A group's is the highest.
-pub fn exit_code_of(r: &RunResults) -> u8 {
-    match (r.matches_expectation, r.outcome) {
-        (true, _) => 0,
-        (false, Outcome::Unknown) => 2,
-        (false, _) => 1,
     }
 }
 

@@ -46,6 +46,16 @@ impl RunResults {
     pub fn matches(expect: Expectation, outcome: Outcome, claims: &[ClaimCheck]) -> bool {
         expect.is_met_by(outcome) && claims.iter().all(|c| c.met)
     }
+
+    /// The run as an exit status: 0 it matched its expectation, 1 it did not, 2 it ended unknown
+    /// without matching (`stuck` can be met by an unknown outcome). A group's is the highest.
+    pub fn exit_code(&self) -> u8 {
+        match (self.matches_expectation, self.outcome) {
+            (true, _) => 0,
+            (false, Outcome::Unknown) => 2,
+            (false, _) => 1,
+        }
+    }
 }
 
 /// How many requests the resource refused (`at_least`: it stopped recording them), and the

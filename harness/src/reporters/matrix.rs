@@ -39,7 +39,7 @@ impl MatrixReport {
     /// The exit status of its runs, as a matrix's: 0 every run matched, 1 some did not, 2 one
     /// ended unknown without matching (an interrupted run among them).
     pub fn exit_code(&self) -> u8 {
-        self.runs.iter().map(|(r, ..)| crate::series::exit_code_of(r)).max().unwrap_or(0)
+        self.runs.iter().map(|(r, ..)| r.exit_code()).max().unwrap_or(0)
     }
 }
 
