@@ -302,6 +302,7 @@ mod tests {
             workers: vec![],
             warnings: vec![],
             not_applied: vec![],
+            refused_requests: Default::default(),
             properties: checker::check(&[], &checker::CheckOptions::default()),
             claims: vec![],
         };

@@ -61,6 +61,7 @@ fn results(scenario: &str, ended: Ended) -> String {
         workers: vec![],
         warnings: vec![],
         not_applied: vec![],
+        refused_requests: Default::default(),
         properties: checker::check(&[], &checker::CheckOptions::default()),
         claims: vec![],
     };

@@ -58,6 +58,7 @@ fn results(history: &[Event]) -> RunResults {
         workers: vec![],
         warnings: vec![HOSTILE.into()],
         not_applied: vec![],
+        refused_requests: Default::default(),
         properties,
         claims: vec![],
     }
