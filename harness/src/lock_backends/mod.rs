@@ -314,15 +314,15 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn a_program_is_told_hosts_and_ports_and_for_postgres_a_dsn() {
+    fn a_program_is_told_hosts_and_ports_and_for_postgres_a_dsn_with_the_clients_role() {
         assert_eq!(ClientConfig::RedisSingle { addr: "10.0.0.2:6379".into() }.program_config(), json!({"host": "10.0.0.2", "port": 6379}));
         let etcd = ClientConfig::Etcd { endpoints: vec!["10.0.0.2:2379".into(), "10.0.0.3:2379".into()] }.program_config();
         assert_eq!(etcd["endpoints"][1], json!({"host": "10.0.0.3", "port": 2379}));
         let one = ClientConfig::PostgresSession { addr: "10.0.0.2:5432".into() }.program_config();
-        assert_eq!(one["dsn"], "host=10.0.0.2 port=5432 dbname=postgres user=postgres");
+        assert_eq!(one["dsn"], "host=10.0.0.2 port=5432 dbname=postgres user=lockchaos_client");
         // The replicated pair: both servers, and only the one that accepts writes will do.
         let two = ClientConfig::PostgresXact { addr: "10.0.0.2:5432,10.0.0.3:5432".into() }.program_config();
-        assert_eq!(two["dsn"], "host=10.0.0.2,10.0.0.3 port=5432,5432 dbname=postgres user=postgres target_session_attrs=read-write");
+        assert_eq!(two["dsn"], "host=10.0.0.2,10.0.0.3 port=5432,5432 dbname=postgres user=lockchaos_client target_session_attrs=read-write");
         let sentinel = ClientConfig::RedisSentinel { sentinels: vec!["10.0.0.2:26379".into()] }.program_config();
         assert_eq!(sentinel["master_name"], "lockchaos");
     }
