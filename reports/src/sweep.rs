@@ -42,8 +42,16 @@ pub struct SweepPoint {
     pub outcome: Outcome,
     /// Writes acknowledged to clients in the measured window, all keys.
     pub writes: u64,
-    /// The window: from the first client operation, the scenario's time limit long.
+    /// The window: from the first client operation, the scenario's time limit long, or to the
+    /// clients' last event when they stopped sooner (the run was interrupted, or its episodes
+    /// were done): a run is measured over what it ran.
     pub window_secs: f64,
+    /// The scenario's time limit: the window the run was meant to have.
+    #[serde(default)]
+    pub time_limit_secs: u64,
+    /// The run was cut short (Ctrl-C, SIGTERM or an error before its time limit).
+    #[serde(default)]
+    pub interrupted: bool,
     pub writes_per_sec: f64,
     /// Keys written.
     pub keys: u32,
@@ -57,6 +65,13 @@ pub struct SweepPoint {
     pub above_ceiling: Option<bool>,
 }
 
+impl SweepPoint {
+    /// `interrupted: measured over 4.0 s of 10 s` for a run cut short, else None.
+    pub fn cut_short_note(&self) -> Option<String> {
+        self.interrupted.then(|| format!("interrupted: measured over {:.1} s of {} s", self.window_secs, self.time_limit_secs))
+    }
+}
+
 impl SweepLine {
     /// Some point of a lock line is above its ceiling.
     pub fn above_ceiling(&self) -> bool {
@@ -66,21 +81,26 @@ impl SweepLine {
 
 /// Measures one run. `ceiling_per_sec`: the lock's, if the run took one.
 pub fn point(results: &RunResults, history: &[Event], report: crate::href::Href, ceiling_per_sec: Option<f64>) -> SweepPoint {
-    let window_ns = results.time_limit_secs * 1_000_000_000;
-    let start = history.iter().filter(|e| matches!(e.process, Process::Client(_))).map(|e| e.time).min().unwrap_or(0);
+    let limit_ns = results.time_limit_secs * 1_000_000_000;
+    let client_times = || history.iter().filter(|e| matches!(e.process, Process::Client(_))).map(|e| e.time);
+    let start = client_times().min().unwrap_or(0);
+    let last = client_times().max().unwrap_or(0);
+    // Clients that stopped before the time limit ran only until their last event; with no span
+    // at all (one event, or none) there is nothing to shorten the planned window by.
+    let window_ns = if last > start { (last - start).min(limit_ns) } else { limit_ns };
     let mut writes = 0u64;
     let mut keys: BTreeSet<&str> = BTreeSet::new();
     for e in history {
         if matches!(e.process, Process::Client(_))
             && e.f == "write"
             && e.kind == EventType::Ok
-            && (start..start + window_ns).contains(&e.time)
+            && (start..start + limit_ns).contains(&e.time)
         {
             writes += 1;
             keys.insert(e.key.as_deref().unwrap_or_default());
         }
     }
-    let window_secs = results.time_limit_secs as f64;
+    let window_secs = window_ns as f64 / 1e9;
     let key_count = keys.len().max(1) as u32;
     let per_key = writes as f64 / window_secs / f64::from(key_count);
     let rs = &results.properties.resource_safety;
@@ -91,6 +111,8 @@ pub fn point(results: &RunResults, history: &[Event], report: crate::href::Href,
         outcome: results.outcome,
         writes,
         window_secs,
+        time_limit_secs: results.time_limit_secs,
+        interrupted: results.interrupted,
         writes_per_sec: writes as f64 / window_secs,
         keys: key_count,
         writes_per_sec_per_key: per_key,
@@ -159,7 +181,10 @@ pub fn render_html(sweep: &Sweep, title: &str) -> String {
                         tr {
                             td { (l.scenario) }
                             td { (p.clients) }
-                            td { (p.outcome) }
+                            td {
+                                (p.outcome)
+                                @if let Some(note) = p.cut_short_note() { br; small class="bad" { (note) } }
+                            }
                             td { (format!("{:.2}", p.writes_per_sec)) }
                             td { (p.keys) }
                             td class=[(p.above_ceiling == Some(true)).then_some("bad")] { (format!("{:.2}", p.writes_per_sec_per_key)) }
@@ -293,6 +318,33 @@ mod tests {
         assert_eq!((p.writes, p.keys), (20, 2));
         assert!((p.writes_per_sec_per_key - 1.0).abs() < 1e-9);
         assert_eq!(p.above_ceiling, None);
+    }
+
+    #[test]
+    fn an_interrupted_run_is_measured_over_what_it_ran_and_marked() {
+        // Ctrl-C 4 s into a 10 s run: 4 writes a second for the 4 s it ran.
+        let mut r = results(10, 2);
+        r.interrupted = true;
+        let mut h = vec![Event::new(1_000_000_000, Process::Client(1), EventType::Invoke, "acquire")];
+        h.extend((0..16).map(|i| write_ok(1000 + 250 * (i + 1), 1, "k")));
+        let p = point(&r, &h, "r".into(), Some(5.0));
+        assert_eq!(p.writes, 16);
+        assert!((p.window_secs - 4.0).abs() < 1e-9, "{}", p.window_secs);
+        assert!((p.writes_per_sec_per_key - 4.0).abs() < 1e-9, "{}", p.writes_per_sec_per_key);
+        assert!(p.interrupted);
+        let line = SweepLine { scenario: "s".into(), label: "redis".into(), ceiling_per_sec: Some(5.0), points: vec![p] };
+        let page = render_html(&Sweep { clients: vec![2], lines: vec![line] }, "sweep");
+        assert!(page.contains("interrupted: measured over 4.0 s of 10 s"), "{page}");
+    }
+
+    #[test]
+    fn a_run_whose_clients_stopped_early_is_measured_over_their_time() {
+        // The workload ended at 6 s (its episodes were done) though the limit was 10 s.
+        let mut h = vec![Event::new(0, Process::Client(1), EventType::Invoke, "acquire")];
+        h.extend((0..12).map(|i| write_ok(500 * (i + 1), 1, "k")));
+        let p = point(&results(10, 1), &h, "r".into(), None);
+        assert!((p.window_secs - 6.0).abs() < 1e-9 && (p.writes_per_sec - 2.0).abs() < 1e-9, "{p:?}");
+        assert!(!p.interrupted);
     }
 
     #[test]

@@ -47,7 +47,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     events.finish()?;
     let outcome = outcome?;
     for line in &outcome.sweep.lines {
-        let rates: Vec<String> = line.points.iter().map(|p| format!("{}: {:.2}", p.clients, p.writes_per_sec_per_key)).collect();
+        let rates: Vec<String> = line
+            .points
+            .iter()
+            .map(|p| {
+                let note = p.cut_short_note().map(|n| format!(" ({n})")).unwrap_or_default();
+                format!("{}: {:.2}{note}", p.clients, p.writes_per_sec_per_key)
+            })
+            .collect();
         let ceiling = line.ceiling_per_sec.map(|c| format!(" (ceiling {c:.2})")).unwrap_or_default();
         let above = if line.above_ceiling() { " ABOVE ITS CEILING" } else { "" };
         println!("sweep {}: writes/s per key by clients {}{ceiling}{above}", line.scenario, rates.join(", "));
