@@ -4,6 +4,7 @@
 //! Malformed input is a [`HistoryError`]; an inconsistent history is a [`Verdict`].
 
 pub mod availability;
+pub mod bounded_read;
 pub mod edn;
 pub mod exactly_once;
 pub mod fencing;

@@ -19,6 +19,10 @@ pub struct ParsedHistory {
 
 #[derive(Debug, Error)]
 pub enum HistoryError {
+    /// The file is not one to read as a history (not a regular file, larger than
+    /// [`HISTORY_LIMIT`]) or could not be opened.
+    #[error(transparent)]
+    File(#[from] crate::bounded_read::ReadError),
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -114,6 +118,11 @@ impl std::str::FromStr for HistoryFormat {
 /// without newlines (/dev/zero), which is then an error instead of memory eaten until none is left.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
 
+/// The largest history file read, far past any run's (a 10-minute run of 64 clients writes some
+/// hundred MiB): the checker holds every event in memory, a few times its line's size, so a file
+/// past this would not be checked on the machines lockchaos runs on anyway.
+pub const HISTORY_LIMIT: crate::bounded_read::SizeLimit = crate::bounded_read::SizeLimit::new(4 << 30, "a history");
+
 /// Parses JSON-lines text (the history format: see the README, "What a run leaves in the
 /// store") as a history: see [`crate::history_rules`].
 pub fn parse_jsonl(text: impl AsRef<[u8]>) -> Result<ParsedHistory, HistoryError> {
@@ -135,7 +144,7 @@ pub fn parse_history(text: impl AsRef<[u8]>, format: Option<HistoryFormat>) -> R
 
 /// Reads a history file to judge it (what `lockchaos check` does): in `format`, or by extension
 /// (`.edn`, `.jsonl`), failing that by content; line by line, never whole (see
-/// [`MAX_LINE_BYTES`]); then the history rules ([`crate::history_rules`]): index order, and
+/// [`MAX_LINE_BYTES`]), from a regular file or a pipe, of at most [`HISTORY_LIMIT`]; then the history rules ([`crate::history_rules`]): index order, and
 /// each client completion after its invoke. Errors and warnings name the file.
 pub fn read_history(path: &Path, format: Option<HistoryFormat>) -> Result<ParsedHistory, HistoryError> {
     read_file(path, format, Reading::History)
@@ -154,7 +163,8 @@ pub fn read_history_file_as(path: &Path, format: Option<HistoryFormat>) -> Resul
 }
 
 fn read_file(path: &Path, format: Option<HistoryFormat>, reading: Reading) -> Result<ParsedHistory, HistoryError> {
-    let file = std::fs::File::open(path).map_err(|source| HistoryError::Io { path: path.to_path_buf(), source })?;
+    // A pipe is taken (`check <(zcat history.jsonl.gz)`), within the same bound.
+    let file = crate::bounded_read::open_stream(path, HISTORY_LIMIT)?;
     let format = format.or_else(|| HistoryFormat::from_path(path));
     read_events(BufReader::with_capacity(1 << 16, file), Some(path), format, reading)
 }
@@ -185,7 +195,11 @@ fn read_events(
     loop {
         buf.clear();
         let read = (&mut reader).take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut buf);
-        let n = read.map_err(|source| HistoryError::Io { path: path.unwrap_or(Path::new("-")).to_path_buf(), source })?;
+        let n = read.map_err(|source| match path {
+            // Past the history's limit (a file that grew while read) is said as such.
+            Some(p) => HistoryError::File(crate::bounded_read::into_read_error(p, source)),
+            None => HistoryError::Io { path: PathBuf::from("-"), source },
+        })?;
         if n == 0 {
             break;
         }
@@ -330,8 +344,8 @@ mod tests {
 
         let missing = Path::new("/nonexistent/history.jsonl");
         let err = read_history_file(missing).unwrap_err();
-        assert!(matches!(err, HistoryError::Io { .. }));
-        assert!(err.to_string().starts_with("/nonexistent/history.jsonl: "), "{err}");
+        assert!(matches!(err, HistoryError::File(_)));
+        assert!(err.to_string().starts_with("/nonexistent/history.jsonl: cannot read: "), "{err}");
     }
 
     #[test]

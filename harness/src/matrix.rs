@@ -81,15 +81,12 @@ pub fn merge(stores: &[PathBuf], out: &Path) -> anyhow::Result<u8> {
 
 /// A run folder's results and scenario, or why it cannot be merged (one line).
 fn finished_run(dir: &Path) -> Result<(RunResults, crate::scenario::Scenario), String> {
-    let file = dir.join("results.json");
-    let text = match std::fs::read_to_string(&file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err("no results.json (the run was killed or is still going)".into());
-        }
-        Err(e) => return Err(format!("cannot read results.json: {e}")),
+    // Read within its limit: a results.json from elsewhere may be a link to a device or huge.
+    let results = match RunResults::read(&dir.join("results.json")) {
+        Ok(results) => results,
+        Err(e) if e.is_missing() => return Err("no results.json (the run was killed or is still going)".into()),
+        Err(e) => return Err(format!("results.json is cut short, too big or not a results.json: {e}")),
     };
-    let results: RunResults = serde_json::from_str(&text).map_err(|e| format!("results.json is cut short or not a results.json: {e}"))?;
     let scenario = crate::scenario::load_file(&dir.join("scenario.toml")).map_err(|e| e.to_string())?;
     Ok((results, scenario.scenario))
 }
@@ -198,6 +195,17 @@ mod tests {
         assert_eq!(Shard::WHOLE.runs_of(2, 3), [3, 3]);
         // More shards than pairs: the last ones run nothing.
         assert_eq!(Shard { index: 4, total: 4 }.runs_of(1, 2), [0]);
+    }
+
+    #[test]
+    fn merge_refuses_a_results_json_that_is_a_link_to_dev_zero_naming_it() {
+        let store = tempfile::tempdir().unwrap();
+        let run = crate::run_store::RunDir::create(store.path(), "demo").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", run.file("results.json")).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let err = format!("{:#}", super::merge(&[store.path().to_path_buf()], out.path()).unwrap_err());
+        let file = run.file("results.json");
+        assert_eq!(err, format!("{}: a character device, not a regular file: refused as a results.json", file.display()));
     }
 
     #[test]

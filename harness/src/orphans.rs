@@ -270,7 +270,9 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
         claims,
     };
     run_verdict::write(&dir, &results, &events)?;
-    run_store::write_index(&dir.store)?;
+    for e in run_store::write_index(&dir.store)? {
+        eprint_line!("warning: {}/index.html leaves out a run: {e}", dir.store.display());
+    }
     Ok(outcome)
 }
 

@@ -6,7 +6,9 @@
 
 use crate::scenario_name::ScenarioName;
 use anyhow::Context;
+use checker::bounded_read::{self, SizeLimit};
 use checker::Event;
+use results::{ResultsFileError, RunResults};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -108,7 +110,9 @@ pub fn party_files(folder: &Path) -> Vec<PathBuf> {
     workers.sort();
     let mut files = vec![folder.join("resource.jsonl"), folder.join("nemesis.jsonl")];
     files.extend(workers);
-    files.retain(|p| p.is_file());
+    // Kept when anything is there, link or not: the reader refuses what is not a regular file
+    // (a resource.jsonl that is a link to /dev/zero), rather than the history silently lacking it.
+    files.retain(|p| p.symlink_metadata().is_ok());
     files
 }
 
@@ -168,28 +172,37 @@ pub struct EffectiveLock {
     pub ttl_ms: u64,
 }
 
+/// The largest run.json read. Ours are a few KiB: the effective scenario (itself from a file of
+/// at most 1 MiB) and the stages' times.
+pub const RUN_JSON_LIMIT: SizeLimit = SizeLimit::new(4 << 20, "a run.json");
+
 pub fn read_inputs(folder: &Path) -> anyhow::Result<RunInputs> {
     let file = folder.join("run.json");
-    let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not a run.json", file.display()))
+    let bytes = bounded_read::read(&file, RUN_JSON_LIMIT)?;
+    serde_json::from_slice(&bytes).with_context(|| format!("{}: not a run.json", file.display()))
 }
 
 /// Why a run folder's history cannot vouch for safety: its run was cut short. None when the run
 /// finished, or when the folder is no run's (no run.json nor results.json: a bare history).
 pub fn cut_short(folder: &Path) -> Option<String> {
     let results = folder.join("results.json");
-    match std::fs::read_to_string(&results) {
-        Ok(text) => match serde_json::from_str::<serde_json::Value>(&text).map(|v| v["interrupted"].as_bool()) {
+    match bounded_read::read(&results, results::RESULTS_JSON_LIMIT) {
+        Ok(bytes) => match serde_json::from_slice::<serde_json::Value>(&bytes).map(|v| v["interrupted"].as_bool()) {
             Ok(Some(false)) => None,
             Ok(Some(true)) => Some("the run was interrupted (results.json says so)".into()),
             Ok(None) => Some("results.json does not say whether the run was interrupted".into()),
             Err(e) => Some(format!("results.json is unreadable ({e}): whether the run finished is not known")),
         },
+        Err(e) if !is_missing(&e) => Some(format!("{e}: whether the run finished is not known")),
         Err(_) if folder.join("run.json").exists() => {
             Some("the run never finished: no results.json (its lockchaos was killed, or it is still going)".into())
         }
         Err(_) => None,
     }
+}
+
+fn is_missing(e: &bounded_read::ReadError) -> bool {
+    matches!(&e.problem, bounded_read::Problem::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// Every run folder of a store (`store/<scenario>/<run>`), in name order.
@@ -203,13 +216,21 @@ pub fn run_folders(store: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(folders)
 }
 
-/// Rewrites `store/index.html` from every run folder's results.json (a folder without one, or
-/// with an unreadable one, is left out: its run did not finish checking).
-pub fn write_index(store: &Path) -> anyhow::Result<()> {
+/// Rewrites `store/index.html` from every run folder's results.json. A folder without one is
+/// left out (its run did not finish checking); one whose results.json cannot be used (not a
+/// regular file, past its limit, malformed) is left out too, and returned, to be named.
+pub fn write_index(store: &Path) -> anyhow::Result<Vec<ResultsFileError>> {
     let mut entries = vec![];
+    let mut left_out = vec![];
     for run in run_folders(store)? {
-        let Ok(text) = std::fs::read_to_string(run.join("results.json")) else { continue };
-        let Ok(results) = serde_json::from_str::<results::RunResults>(&text) else { continue };
+        let results = match RunResults::read(&run.join("results.json")) {
+            Ok(r) => r,
+            Err(e) if e.is_missing() => continue,
+            Err(e) => {
+                left_out.push(e);
+                continue;
+            }
+        };
         let Ok(relative) = run.strip_prefix(store) else { continue };
         let Some(report) = reports::href::Href::to_path(&relative.join("report.html")) else { continue };
         entries.push(reports::run_index::IndexEntry { results, report });
@@ -217,7 +238,7 @@ pub fn write_index(store: &Path) -> anyhow::Result<()> {
     let tmp = store.join(format!(".index-{}.html", std::process::id()));
     std::fs::write(&tmp, reports::run_index::render(&mut entries))?;
     std::fs::rename(&tmp, store.join("index.html"))?;
-    Ok(())
+    Ok(left_out)
 }
 
 #[cfg(test)]
@@ -248,6 +269,73 @@ mod tests {
         assert!(warnings[0].contains("client-2.jsonl"), "{warnings:?}");
         let written = checker::read_history_file(&run.file("history.jsonl")).unwrap().events;
         assert_eq!(written, events);
+    }
+
+    /// A run folder of `store` with a results.json.
+    fn finished_run(store: &Path) -> RunDir {
+        let run = RunDir::create(store, "demo").unwrap();
+        let results = results::RunResults {
+            scenario: "demo".into(),
+            description: "d".into(),
+            expect: results::Expectation::Safe,
+            outcome: results::Outcome::Safe,
+            matches_expectation: true,
+            run_id: run.run_id.clone(),
+            backend: "redis-single".into(),
+            seed: 1,
+            clients: 2,
+            time_limit_secs: 10,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            duration_secs: 10.0,
+            interrupted: false,
+            workers: vec![],
+            warnings: vec![],
+            not_applied: vec![],
+            properties: checker::check(&[], &checker::CheckOptions::default()),
+            claims: vec![],
+        };
+        std::fs::write(run.file("results.json"), serde_json::to_vec(&results).unwrap()).unwrap();
+        run
+    }
+
+    #[test]
+    fn the_index_leaves_out_a_run_whose_results_json_is_a_link_to_dev_zero_and_keeps_the_rest() {
+        let store = tempfile::tempdir().unwrap();
+        let good = finished_run(store.path());
+        let bad = finished_run(store.path());
+        std::fs::remove_file(bad.file("results.json")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", bad.file("results.json")).unwrap();
+        let left_out: Vec<String> = write_index(store.path()).unwrap().iter().map(ToString::to_string).collect();
+        let bad_file = bad.file("results.json");
+        assert_eq!(left_out, [format!("{}: a character device, not a regular file: refused as a results.json", bad_file.display())]);
+        let index = std::fs::read_to_string(store.path().join("index.html")).unwrap();
+        let link = |run: &RunDir| format!("{}/report.html", run.path.strip_prefix(&run.store).unwrap().display());
+        assert!(index.contains(&link(&good)) && !index.contains(&link(&bad)), "{index}");
+    }
+
+    #[test]
+    fn a_results_json_that_is_no_file_or_too_large_says_the_run_cannot_vouch() {
+        let store = tempfile::tempdir().unwrap();
+        let run = finished_run(store.path());
+        assert_eq!(cut_short(&run.path), None);
+        std::fs::remove_file(run.file("results.json")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", run.file("results.json")).unwrap();
+        let why = cut_short(&run.path).unwrap();
+        assert!(why.contains("a character device, not a regular file"), "{why}");
+        std::fs::remove_file(run.file("results.json")).unwrap();
+        std::fs::File::create(run.file("results.json")).unwrap().set_len(1 << 30).unwrap();
+        let why = cut_short(&run.path).unwrap();
+        assert!(why.contains("larger than 16 MiB, the limit for a results.json"), "{why}");
+    }
+
+    #[test]
+    fn a_party_file_that_is_a_link_to_dev_zero_is_refused_not_left_out_unseen() {
+        let store = tempfile::tempdir().unwrap();
+        let run = RunDir::create(store.path(), "demo").unwrap();
+        std::fs::write(run.worker_events(1), "{\"time\":10,\"process\":1,\"type\":\"invoke\",\"f\":\"acquire\"}\n").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", run.resource_events()).unwrap();
+        let err = read_party_files(&run.path).unwrap_err().to_string();
+        assert_eq!(err, format!("{}: a character device, not a regular file: refused as a history", run.resource_events().display()));
     }
 
     #[test]

@@ -97,11 +97,14 @@ fn write_html(dir: &Path, sweep: &Sweep) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", dir.join("sweep.html").display()))
 }
 
+/// The largest sweep.json read: ours are a few KiB (a point per scenario and client count).
+const SWEEP_JSON_LIMIT: checker::bounded_read::SizeLimit = checker::bounded_read::SizeLimit::new(16 << 20, "a sweep.json");
+
 /// sweep.html drawn again from the folder's sweep.json.
 pub fn render_again(dir: &Path) -> anyhow::Result<()> {
     let file = dir.join("sweep.json");
-    let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-    let sweep: Sweep = serde_json::from_str(&text).with_context(|| format!("{}: not a sweep", file.display()))?;
+    let bytes = checker::bounded_read::read(&file, SWEEP_JSON_LIMIT)?;
+    let sweep: Sweep = serde_json::from_slice(&bytes).with_context(|| format!("{}: not a sweep", file.display()))?;
     write_html(dir, &sweep)
 }
 

@@ -11,5 +11,5 @@ mod run_results;
 mod vocabulary;
 
 pub use claims::{Bounds, ClaimCheck, Claims};
-pub use run_results::{RefusedRequests, RunResults, WorkerFate, WorkerStatus};
+pub use run_results::{RefusedRequests, ResultsFileError, RunResults, WorkerFate, WorkerStatus, RESULTS_JSON_LIMIT};
 pub use vocabulary::{Expectation, FaultPhase, Outcome};

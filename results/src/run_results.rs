@@ -1,8 +1,31 @@
 //! results.json: the verdict of one run, written by the harness, read by every report.
 
 use crate::{ClaimCheck, Expectation, Outcome};
+use checker::bounded_read::{self, ReadError, SizeLimit};
 use checker::CheckResults;
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The largest results.json read. Ours are tens of KiB (each property's evidence is capped by
+/// `max_evidence`); past this a file is no results.json, and the store's index, `matrix merge`
+/// and `check` would otherwise read whatever sits in a store whole.
+pub const RESULTS_JSON_LIMIT: SizeLimit = SizeLimit::new(16 << 20, "a results.json");
+
+/// A results.json that could not be used; its text is one line naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsFileError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("{}: not a results.json: {message}", path.display())]
+    Malformed { path: PathBuf, message: String },
+}
+
+impl ResultsFileError {
+    /// There is no such file (its run never got as far as its results).
+    pub fn is_missing(&self) -> bool {
+        matches!(self, ResultsFileError::Read(ReadError { problem: bounded_read::Problem::Io(e), .. }) if e.kind() == std::io::ErrorKind::NotFound)
+    }
+}
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct RunResults {
@@ -42,6 +65,12 @@ pub struct RunResults {
 }
 
 impl RunResults {
+    /// A run's results.json, read within [`RESULTS_JSON_LIMIT`] (a regular file only).
+    pub fn read(path: &Path) -> Result<RunResults, ResultsFileError> {
+        let bytes = bounded_read::read(path, RESULTS_JSON_LIMIT)?;
+        serde_json::from_slice(&bytes).map_err(|e| ResultsFileError::Malformed { path: path.to_path_buf(), message: e.to_string() })
+    }
+
     /// Whether a run matched its scenario: the expected outcome, and every claimed figure.
     pub fn matches(expect: Expectation, outcome: Outcome, claims: &[ClaimCheck]) -> bool {
         expect.is_met_by(outcome) && claims.iter().all(|c| c.met)

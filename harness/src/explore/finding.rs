@@ -153,7 +153,7 @@ impl Search<'_> {
     /// The story of a stored run, read again from its folder.
     fn story_of(&self, run: &str, candidate: &candidate::Candidate) -> Option<Vec<String>> {
         let dir = self.opts.store.join(run);
-        let results: results::RunResults = serde_json::from_slice(&std::fs::read(dir.join("results.json")).ok()?).ok()?;
+        let results = results::RunResults::read(&dir.join("results.json")).ok()?;
         let events = checker::read_history_file(&dir.join("history.jsonl")).ok()?.events;
         let seen = observe::observe(&results, &events, candidate.episodes.len(), self.base.scenario.lock.ttl_ms, None);
         Some(seen.story)

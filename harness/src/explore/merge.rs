@@ -3,6 +3,7 @@
 //! `--store`, their findings deduplicated by property and shrunk schedule. Nothing is run.
 
 use crate::paths::{absolute, relative};
+use checker::bounded_read::{self, SizeLimit};
 use results::explore::{ExploreResults, Finding};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -26,7 +27,7 @@ pub struct MergedFinding {
 }
 
 /// The largest explore.json read: ours are tens of kilobytes.
-const MAX_EXPLORE_JSON: u64 = 16 << 20;
+const EXPLORE_JSON_LIMIT: SizeLimit = SizeLimit::new(16 << 20, "an explore.json");
 
 /// Reads every campaign of `stores` and writes the merged page into `out`.
 pub fn merge(stores: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
@@ -78,14 +79,6 @@ pub fn merge(stores: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
 }
 
 fn read(file: &Path) -> anyhow::Result<ExploreResults> {
-    use std::io::Read;
-    let mut bytes = vec![];
-    std::fs::File::open(file)?.take(MAX_EXPLORE_JSON + 1).read_to_end(&mut bytes)?;
-    anyhow::ensure!(
-        bytes.len() as u64 <= MAX_EXPLORE_JSON,
-        "{}: larger than {} MiB: not an explore.json",
-        file.display(),
-        MAX_EXPLORE_JSON >> 20
-    );
+    let bytes = bounded_read::read(file, EXPLORE_JSON_LIMIT)?;
     serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("{}: line {}: {e}", file.display(), e.line()))
 }

@@ -20,12 +20,16 @@
 //! ```
 
 use crate::toml_lines::{line_of_field, line_of_offset};
+use checker::bounded_read::{self, SizeLimit};
 use serde::Deserialize;
 use std::net::{Ipv4Addr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 /// A nodes-file that could not be used: `file:line: field 'host[1].key': what is wrong`.
 pub type NodesFileError = crate::toml_lines::FileError;
+
+/// The largest nodes-file read: a host takes four lines, so even 150 hosts fit in a few KiB.
+pub const NODES_FILE_LIMIT: SizeLimit = SizeLimit::new(1 << 20, "a nodes file");
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -135,11 +139,11 @@ pub struct NodesFile {
 
 impl NodesFile {
     pub fn load(path: &Path) -> Result<NodesFile, NodesFileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| NodesFileError {
+        let text = bounded_read::read_to_string(path, NODES_FILE_LIMIT).map_err(|e| NodesFileError {
             file: path.to_path_buf(),
             line: None,
             field: None,
-            message: format!("cannot read: {e}"),
+            message: e.problem.to_string(),
         })?;
         Self::parse(&text, path)
     }
@@ -192,7 +196,7 @@ impl NodesFile {
 
     /// The error for a rule about the whole file (too few hosts for a backend).
     pub fn error(&self, field: Option<&str>, message: String) -> NodesFileError {
-        let text = std::fs::read_to_string(&self.path).unwrap_or_default();
+        let text = bounded_read::read_to_string(&self.path, NODES_FILE_LIMIT).unwrap_or_default();
         NodesFileError {
             file: self.path.clone(),
             line: field.and_then(|f| line_of_field(&text, f)),
@@ -267,5 +271,17 @@ mod tests {
             assert_eq!(err.lines().count(), 1, "{err}");
         }
         assert!(NodesFile::load(Path::new("/nonexistent/nodes.toml")).unwrap_err().to_string().contains("cannot read"));
+    }
+
+    #[test]
+    fn a_nodes_file_that_is_a_device_or_too_large_is_refused_unread_naming_the_limit() {
+        let err = NodesFile::load(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert_eq!(err, "/dev/zero: a character device, not a regular file: refused as a nodes file");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nodes.toml");
+        // Sparse: a gibibyte of zeros that costs no disk.
+        std::fs::File::create(&path).unwrap().set_len(1 << 30).unwrap();
+        let err = NodesFile::load(&path).unwrap_err().to_string();
+        assert_eq!(err, format!("{}: larger than 1 MiB, the limit for a nodes file", path.display()));
     }
 }

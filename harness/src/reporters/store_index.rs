@@ -10,8 +10,13 @@ impl Reporter for StoreIndex {
             // The run folder's parent's parent is the store: STORE/<scenario>/<time>/.
             let Some(store) = dir.parent().and_then(|p| p.parent()) else { return };
             // The index is a convenience: a run is complete without it.
-            if let Err(e) = crate::run_store::write_index(store) {
-                eprint_line!("warning: cannot update {}/index.html: {e:#}", store.display());
+            match crate::run_store::write_index(store) {
+                Ok(left_out) => {
+                    for e in left_out {
+                        eprint_line!("warning: {}/index.html leaves out a run: {e}", store.display());
+                    }
+                }
+                Err(e) => eprint_line!("warning: cannot update {}/index.html: {e:#}", store.display()),
             }
         }
     }

@@ -6,7 +6,7 @@ use super::validate::validate;
 use super::Scenario;
 use crate::scenario_name::ScenarioName;
 use crate::toml_lines::{line_of_field, line_of_offset};
-use std::io::Read;
+use checker::bounded_read::{self, SizeLimit};
 use std::path::{Path, PathBuf};
 
 /// A scenario file that could not be used: `file:line: field 'a.b': what is wrong`.
@@ -46,18 +46,15 @@ impl LoadedScenario {
 
 /// The largest scenario file read. Ours are a few kilobytes; anything near this is not a
 /// scenario (`lockchaos scenario /dev/zero` would otherwise read until memory runs out).
-pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+pub const SCENARIO_LIMIT: SizeLimit = SizeLimit::new(1 << 20, "a scenario file");
 
 pub fn load_file(path: &Path) -> Result<LoadedScenario, ScenarioError> {
-    let err = |message: String| ScenarioError { file: path.to_path_buf(), line: None, field: None, message };
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| err(format!("cannot read: {e}")))?;
-    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
-        return Err(err(format!("larger than {} MiB: not a scenario file", MAX_SCENARIO_BYTES >> 20)));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| err(format!("cannot read: not UTF-8 text ({})", e.utf8_error())))?;
+    let text = bounded_read::read_to_string(path, SCENARIO_LIMIT).map_err(|e| ScenarioError {
+        file: path.to_path_buf(),
+        line: None,
+        field: None,
+        message: e.problem.to_string(),
+    })?;
     load_text(text, path)
 }
 
@@ -108,7 +105,22 @@ mod tests {
         // Valid TOML (comments), so only its size is wrong with it.
         std::fs::write(&path, "# padding\n".repeat(120_000)).unwrap();
         let err = load_file(&path).unwrap_err().to_string();
-        assert_eq!(err, format!("{}: larger than 1 MiB: not a scenario file", path.display()));
+        assert_eq!(err, format!("{}: larger than 1 MiB, the limit for a scenario file", path.display()));
+    }
+
+    #[test]
+    fn a_fifo_or_a_device_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("s.toml");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        // A FIFO no one writes would block its reader for ever: the answer must come at once.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || tx.send(load_file(&path).map(|_| ()).unwrap_err().to_string()));
+        let err = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("load_file returns on a FIFO");
+        assert_eq!(err, format!("{}: a FIFO, not a regular file: refused as a scenario file", fifo.display()));
+        let err = load_file(Path::new("/dev/zero")).map(|_| ()).unwrap_err().to_string();
+        assert_eq!(err, "/dev/zero: a character device, not a regular file: refused as a scenario file");
     }
 
     /// Issue 23: a file name becomes the run folder's name and a link in the store's pages.
