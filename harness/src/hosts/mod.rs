@@ -15,6 +15,7 @@ pub mod checks;
 pub mod heal;
 pub mod nodes_file;
 pub mod ssh;
+mod ssh_args;
 
 pub use heal::{Healed, Owner};
 pub use nodes_file::{HostEntry, NodesFile, NodesFileError, WorkerNetwork};

@@ -19,7 +19,8 @@
 //! first_address = "10.0.0.101"
 //! ```
 
-use crate::toml_lines::{line_of_field, line_of_offset};
+use super::ssh_args::{check_address, check_ssh_path, check_user};
+use crate::toml_lines::{key_at_offset, line_of_field, line_of_offset};
 use checker::bounded_read::{self, SizeLimit};
 use serde::Deserialize;
 use std::net::{Ipv4Addr, ToSocketAddrs};
@@ -30,6 +31,13 @@ pub type NodesFileError = crate::toml_lines::FileError;
 
 /// The largest nodes-file read: a host takes four lines, so even 150 hosts fit in a few KiB.
 pub const NODES_FILE_LIMIT: SizeLimit = SizeLimit::new(1 << 20, "a nodes file");
+
+/// The largest private key read (to see that it can be): a few KiB at most, even RSA 16384.
+const KEY_LIMIT: SizeLimit = SizeLimit::new(1 << 20, "an ssh key");
+
+/// The longest `connect_timeout_secs`: ssh takes an int, and a host that needs more than this to
+/// answer is not one to run on.
+const MAX_CONNECT_TIMEOUT_SECS: u64 = 3600;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -158,10 +166,13 @@ impl NodesFile {
         let shape: Shape = serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| {
             let field = e.path().to_string();
             let inner = e.into_inner();
+            // TOML's own errors (a number past i64) come before serde knows a field: the key
+            // written where the error is names it.
+            let field = if field == "." { inner.span().and_then(|s| key_at_offset(text, s.start)) } else { Some(field) };
             NodesFileError {
                 file: path.to_path_buf(),
-                line: inner.span().map(|s| line_of_offset(text, s.start)).or_else(|| line_of_field(text, &field)),
-                field: (field != ".").then_some(field),
+                line: inner.span().map(|s| line_of_offset(text, s.start)).or_else(|| field.as_deref().and_then(|f| line_of_field(text, f))),
+                field,
                 message: inner.message().trim().to_string(),
             }
         })?;
@@ -169,25 +180,31 @@ impl NodesFile {
             return Err(at("host", "names no host: add a [[host]] table per node".into()));
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let absolute = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
+        // Absolute, so that what ssh is given starts with `/`.
+        let absolute = |p: &Path| std::path::absolute(dir.join(p)).unwrap_or_else(|_| dir.join(p));
         let mut hosts = vec![];
         for (i, h) in shape.host.into_iter().enumerate() {
             let field = |name: &str| format!("host[{i}].{name}");
-            let key = absolute(&h.key);
-            if let Err(e) = std::fs::File::open(&key) {
-                return Err(at(&field("key"), format!("cannot read the key {}: {e}", key.display())));
-            }
+            check_address(&h.address).map_err(|why| at(&field("address"), why))?;
+            check_user(&h.user).map_err(|why| at(&field("user"), why))?;
+            let key = check_ssh_path(&h.key, absolute(&h.key)).map_err(|why| at(&field("key"), why))?;
+            // A regular file that can be read: a folder opens too, and a FIFO would block.
+            bounded_read::open(&key, KEY_LIMIT).map_err(|e| at(&field("key"), format!("cannot use the key: {e}")))?;
             let ip = resolve(&h.address, h.port).map_err(|why| at(&field("address"), why))?;
             if hosts.iter().any(|o: &HostEntry| o.ip == ip) {
                 return Err(at(&field("address"), format!("{} is named twice: each node needs a host of its own", h.address)));
             }
             hosts.push(HostEntry { node: format!("n{}", i + 1), address: h.address, ip, user: h.user, port: h.port, key });
         }
-        if shape.ssh.connect_timeout_secs == 0 {
-            return Err(at("ssh.connect_timeout_secs", "must be at least 1".into()));
+        if !(1..=MAX_CONNECT_TIMEOUT_SECS).contains(&shape.ssh.connect_timeout_secs) {
+            return Err(at("ssh.connect_timeout_secs", format!("must be from 1 to {MAX_CONNECT_TIMEOUT_SECS}")));
         }
+        let known_hosts_file = match &shape.ssh.known_hosts_file {
+            Some(file) => Some(check_ssh_path(file, absolute(file)).map_err(|why| at("ssh.known_hosts_file", why))?),
+            None => None,
+        };
         let ssh = SshOptions {
-            known_hosts_file: shape.ssh.known_hosts_file.as_deref().map(absolute),
+            known_hosts_file,
             accept_new_host_keys: shape.ssh.accept_new_host_keys,
             connect_timeout_secs: shape.ssh.connect_timeout_secs,
         };
@@ -254,7 +271,7 @@ mod tests {
         let path = dir.path().join("nodes.toml");
         let cases = [
             ("[[host]]\naddress = \"10.0.0.11\"\nkey = \"key\"\nprot = 22\n", ":4: ", "unknown field `prot`"),
-            ("[[host]]\naddress = \"10.0.0.11\"\nkey = \"missing\"\n", ":3: field 'host[0].key'", "cannot read the key"),
+            ("[[host]]\naddress = \"10.0.0.11\"\nkey = \"missing\"\n", ":3: field 'host[0].key'", "cannot use the key"),
             (
                 "[[host]]\naddress = \"10.0.0.11\"\nkey = \"key\"\n[[host]]\naddress = \"10.0.0.11\"\nkey = \"key\"\n",
                 ":5: field 'host[1].address'",
@@ -283,5 +300,52 @@ mod tests {
         std::fs::File::create(&path).unwrap().set_len(1 << 30).unwrap();
         let err = NodesFile::load(&path).unwrap_err().to_string();
         assert_eq!(err, format!("{}: larger than 1 MiB, the limit for a nodes file", path.display()));
+    }
+
+    #[test]
+    fn a_key_must_be_a_regular_file() {
+        let (dir, _) = with_key("");
+        std::fs::create_dir(dir.path().join("keys")).unwrap();
+        let path = dir.path().join("nodes.toml");
+        let err = NodesFile::parse("[[host]]\naddress = \"10.0.0.11\"\nkey = \"keys\"\n", &path).unwrap_err().to_string();
+        assert!(err.contains(":3: field 'host[0].key'") && err.contains("a folder, not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn what_reaches_ssh_s_command_line_is_refused_unless_it_is_plainly_a_name_or_a_path() {
+        let (dir, _) = with_key("");
+        std::fs::write(dir.path().join("key%h"), "k").unwrap();
+        std::fs::write(dir.path().join("-oProxyCommand=touch x"), "k").unwrap();
+        let path = dir.path().join("nodes.toml");
+        let host = |field: &str| format!("[[host]]\naddress = \"10.0.0.11\"\nkey = \"key\"\n{field}\n");
+        let cases = [
+            (host("user = \"-oProxyCommand=touch /tmp/x\""), ":4: field 'host[0].user'"),
+            (host("user = \"ops$(id)\""), ":4: field 'host[0].user'"),
+            ("[[host]]\naddress = \"-oProxyCommand=x\"\nkey = \"key\"\n".into(), ":2: field 'host[0].address'"),
+            ("[[host]]\naddress = \"10.0.0.11\"\nkey = \"-oProxyCommand=touch x\"\n".into(), ":3: field 'host[0].key'"),
+            ("[[host]]\naddress = \"10.0.0.11\"\nkey = \"key%h\"\n".into(), ":3: field 'host[0].key'"),
+            (host("[ssh]\nknown_hosts_file = \"known hosts\""), ":5: field 'ssh.known_hosts_file'"),
+        ];
+        for (text, place) in cases {
+            let err = NodesFile::parse(&text, &path).map(|_| ()).unwrap_err().to_string();
+            assert!(err.contains(place), "{text:?} gave {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+        // A user name with a dot or a dash inside, and a path with both, are fine.
+        let fine =
+            "[[host]]\naddress = \"localhost\"\nuser = \"ops.team-1\"\nkey = \"key\"\n[ssh]\nknown_hosts_file = \"lab/known_hosts-2\"\n";
+        assert!(NodesFile::parse(fine, &path).is_ok());
+    }
+
+    #[test]
+    fn a_connect_timeout_past_any_integer_is_named_by_its_field() {
+        let (dir, _) = with_key("");
+        let path = dir.path().join("nodes.toml");
+        let text = "[[host]]\naddress = \"10.0.0.11\"\nkey = \"key\"\n\n[ssh]\nconnect_timeout_secs = 99999999999999999999\n";
+        let err = NodesFile::parse(text, &path).map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains(":6: field 'ssh.connect_timeout_secs'"), "{err}");
+        // Within an integer, but past what ssh takes or anyone waits.
+        let err = NodesFile::parse(&text.replace("99999999999999999999", "4000"), &path).map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains(":6: field 'ssh.connect_timeout_secs': must be from 1 to 3600"), "{err}");
     }
 }

@@ -5,7 +5,7 @@
 use super::validate::validate;
 use super::Scenario;
 use crate::scenario_name::ScenarioName;
-use crate::toml_lines::{line_of_field, line_of_offset};
+use crate::toml_lines::{key_at_offset, line_of_field, line_of_offset};
 use checker::bounded_read::{self, SizeLimit};
 use std::path::{Path, PathBuf};
 
@@ -86,6 +86,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
             message = rest.to_string();
             span = None;
         }
+        // TOML's own errors (a number past i64) come before serde knows a field: the key
+        // written where the error is names it.
+        if field == "." {
+            field = span.clone().and_then(|s| key_at_offset(text, s.start)).unwrap_or(field);
+        }
         let line = span.map(|s| line_of_offset(text, s.start)).or_else(|| line_of_field(text, &field));
         let field = (field != ".").then_some(field);
         err(line, field, message)
@@ -106,6 +111,13 @@ mod tests {
         std::fs::write(&path, "# padding\n".repeat(120_000)).unwrap();
         let err = load_file(&path).unwrap_err().to_string();
         assert_eq!(err, format!("{}: larger than 1 MiB, the limit for a scenario file", path.display()));
+    }
+
+    #[test]
+    fn a_number_past_any_integer_is_named_by_its_field() {
+        let text = "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n[workload]\nwork_ms = 99999999999999999999\n";
+        let err = parse(text, Path::new("s.toml")).unwrap_err().to_string();
+        assert!(err.starts_with("s.toml:5: field 'workload.work_ms': "), "{err}");
     }
 
     #[test]
