@@ -200,7 +200,7 @@ mod tests {
     #[test]
     fn merge_refuses_a_results_json_that_is_a_link_to_dev_zero_naming_it() {
         let store = tempfile::tempdir().unwrap();
-        let run = crate::run_store::RunDir::create(store.path(), "demo").unwrap();
+        let run = crate::run_store::RunDir::create(store.path(), &"demo".parse().unwrap()).unwrap();
         std::os::unix::fs::symlink("/dev/zero", run.file("results.json")).unwrap();
         let out = tempfile::tempdir().unwrap();
         let err = format!("{:#}", super::merge(&[store.path().to_path_buf()], out.path()).unwrap_err());

@@ -273,7 +273,7 @@ mod tests {
 
     /// A run folder of `store` with a results.json.
     fn finished_run(store: &Path) -> RunDir {
-        let run = RunDir::create(store, "demo").unwrap();
+        let run = RunDir::create(store, &demo()).unwrap();
         let results = results::RunResults {
             scenario: "demo".into(),
             description: "d".into(),
@@ -291,6 +291,7 @@ mod tests {
             workers: vec![],
             warnings: vec![],
             not_applied: vec![],
+            refused_requests: Default::default(),
             properties: checker::check(&[], &checker::CheckOptions::default()),
             claims: vec![],
         };
@@ -331,7 +332,7 @@ mod tests {
     #[test]
     fn a_party_file_that_is_a_link_to_dev_zero_is_refused_not_left_out_unseen() {
         let store = tempfile::tempdir().unwrap();
-        let run = RunDir::create(store.path(), "demo").unwrap();
+        let run = RunDir::create(store.path(), &demo()).unwrap();
         std::fs::write(run.worker_events(1), "{\"time\":10,\"process\":1,\"type\":\"invoke\",\"f\":\"acquire\"}\n").unwrap();
         std::os::unix::fs::symlink("/dev/zero", run.resource_events()).unwrap();
         let err = read_party_files(&run.path).unwrap_err().to_string();

@@ -327,7 +327,7 @@ mod tests {
         r.interrupted = true;
         let mut h = vec![Event::new(1_000_000_000, Process::Client(1), EventType::Invoke, "acquire")];
         h.extend((0..16).map(|i| write_ok(1000 + 250 * (i + 1), 1, "k")));
-        let p = point(&r, &h, "r".into(), Some(5.0));
+        let p = point(&r, &h, report("r"), Some(5.0));
         assert_eq!(p.writes, 16);
         assert!((p.window_secs - 4.0).abs() < 1e-9, "{}", p.window_secs);
         assert!((p.writes_per_sec_per_key - 4.0).abs() < 1e-9, "{}", p.writes_per_sec_per_key);
@@ -342,7 +342,7 @@ mod tests {
         // The workload ended at 6 s (its episodes were done) though the limit was 10 s.
         let mut h = vec![Event::new(0, Process::Client(1), EventType::Invoke, "acquire")];
         h.extend((0..12).map(|i| write_ok(500 * (i + 1), 1, "k")));
-        let p = point(&results(10, 1), &h, "r".into(), None);
+        let p = point(&results(10, 1), &h, report("r"), None);
         assert!((p.window_secs - 6.0).abs() < 1e-9 && (p.writes_per_sec - 2.0).abs() < 1e-9, "{p:?}");
         assert!(!p.interrupted);
     }

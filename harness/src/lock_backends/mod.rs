@@ -322,7 +322,10 @@ mod tests {
         assert_eq!(one["dsn"], "host=10.0.0.2 port=5432 dbname=postgres user=lockchaos_client");
         // The replicated pair: both servers, and only the one that accepts writes will do.
         let two = ClientConfig::PostgresXact { addr: "10.0.0.2:5432,10.0.0.3:5432".into() }.program_config();
-        assert_eq!(two["dsn"], "host=10.0.0.2,10.0.0.3 port=5432,5432 dbname=postgres user=lockchaos_client target_session_attrs=read-write");
+        assert_eq!(
+            two["dsn"],
+            "host=10.0.0.2,10.0.0.3 port=5432,5432 dbname=postgres user=lockchaos_client target_session_attrs=read-write"
+        );
         let sentinel = ClientConfig::RedisSentinel { sentinels: vec!["10.0.0.2:26379".into()] }.program_config();
         assert_eq!(sentinel["master_name"], "lockchaos");
     }
