@@ -271,16 +271,15 @@ mod tests {
         assert_eq!(written, events);
     }
 
-    /// A run folder of `store` with a results.json.
-    fn finished_run(store: &Path) -> RunDir {
-        let run = RunDir::create(store, &demo()).unwrap();
-        let results = results::RunResults {
-            scenario: "demo".into(),
+    /// A safe run's results, as the scenario `scenario` and the run `run_id`.
+    fn results_named(scenario: &str, run_id: &str) -> results::RunResults {
+        results::RunResults {
+            scenario: scenario.into(),
             description: "d".into(),
             expect: results::Expectation::Safe,
             outcome: results::Outcome::Safe,
             matches_expectation: true,
-            run_id: run.run_id.clone(),
+            run_id: run_id.into(),
             backend: "redis-single".into(),
             seed: 1,
             clients: 2,
@@ -294,7 +293,13 @@ mod tests {
             refused_requests: Default::default(),
             properties: checker::check(&[], &checker::CheckOptions::default()),
             claims: vec![],
-        };
+        }
+    }
+
+    /// A run folder of `store` with a results.json.
+    fn finished_run(store: &Path) -> RunDir {
+        let run = RunDir::create(store, &demo()).unwrap();
+        let results = results_named("demo", &run.run_id);
         std::fs::write(run.file("results.json"), serde_json::to_vec(&results).unwrap()).unwrap();
         run
     }
@@ -374,27 +379,7 @@ mod tests {
     fn the_index_links_a_hostile_run_folder_encoded() {
         let store = tempfile::tempdir().unwrap();
         let name = "javascript:alert(1)<!--";
-        let results = results::RunResults {
-            scenario: name.into(),
-            description: "d".into(),
-            expect: results::Expectation::Safe,
-            outcome: results::Outcome::Safe,
-            matches_expectation: true,
-            run_id: "r".into(),
-            backend: "redis-single".into(),
-            seed: 1,
-            clients: 2,
-            time_limit_secs: 1,
-            started_at: "2026-01-01T00:00:00+00:00".into(),
-            duration_secs: 1.0,
-            interrupted: false,
-            workers: vec![],
-            warnings: vec![],
-            not_applied: vec![],
-            refused_requests: Default::default(),
-            properties: checker::check(&[], &checker::CheckOptions::default()),
-            claims: vec![],
-        };
+        let results = results_named(name, "r");
         let run = store.path().join(name).join("20260101T000000Z");
         std::fs::create_dir_all(&run).unwrap();
         std::fs::write(run.join("results.json"), serde_json::to_vec(&results).unwrap()).unwrap();
