@@ -1,5 +1,5 @@
-//! Network partition with iptables inside the node containers (they have NET_ADMIN; workers do
-//! not). TCP from the cut-off side is answered with a reset, so clients fail fast instead of
+//! Network partition with iptables inside the node containers (never a worker's, where a client
+//! program runs beside the worker). TCP from the cut-off side is answered with a reset, so clients fail fast instead of
 //! hanging until their timeouts. The fault ends by deleting exactly the rules it added, so
 //! overlapping partitions heal independently.
 //!
@@ -108,7 +108,7 @@ impl Cut<'_> {
             None if target.is_client() => match p.from.iter().find(|m| m.is_client()) {
                 Some(other) => Err((
                     "from",
-                    format!("cannot cut {target} off from {other}: workers have no iptables, so two clients cannot be parted (cut a node off instead)"),
+                    format!("cannot cut {target} off from {other}: partition rules go in nodes only, so two clients cannot be parted (cut a node off instead)"),
                 )),
                 None => Ok(()),
             },
@@ -151,7 +151,7 @@ impl Cut<'_> {
             let client = ip(target)?;
             for node in &from {
                 if !ctx.is_node(node)? {
-                    anyhow::bail!("cannot cut {target} off from {node}: two workers have no iptables (cut a node instead)");
+                    anyhow::bail!("cannot cut {target} off from {node}: partition rules go in nodes only, so two clients cannot be parted (cut a node instead)");
                 }
                 out.push((node.clone(), (self.refuse)(client)));
             }

@@ -195,7 +195,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "a partition between two clients",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n\n[[nemesis.timeline]]\nat_ms = 1\nfault = \"partition\"\ntarget = \"client-1\"\nfrom = [\"client-2\"]\nduration_ms = 1\n",
-        "f.toml:9: field 'nemesis.timeline[0].from': cannot cut client-1 off from client-2: workers have no iptables",
+        "f.toml:9: field 'nemesis.timeline[0].from': cannot cut client-1 off from client-2: partition rules go in nodes only",
     ),
     (
         "an unknown fault",
