@@ -72,17 +72,22 @@ async fn sherlock_renew_frees_the_lock_it_renews() {
     matched(&run);
     assert_eq!(run.results.outcome, Outcome::Violation);
     assert!(run.results.properties.resource_safety.lost_updates > 0, "{:?}", run.results.properties.resource_safety);
-    // A renewal answered ok, then the other process granted the lock before the renewer released.
+    // A renewal answered ok, then another process granted the lock before the renewer released
+    // (not every renewal shows it: one that lands late in the work may be followed by the
+    // release first).
     let h = &run.history;
-    let renewed = h.iter().position(|e| e.f == "renew" && e.kind == EventType::Ok).expect("no renew ok");
-    let Process::Client(renewer) = h[renewed].process else { panic!("renew by {:?}", h[renewed].process) };
-    let next_release = h[renewed..].iter().position(|e| e.process == h[renewed].process && e.f == "release").map(|i| i + renewed);
-    let granted_other = h[renewed..]
-        .iter()
-        .position(|e| e.f == "acquire" && e.kind == EventType::Ok && e.process != Process::Client(renewer))
-        .map(|i| i + renewed);
+    let freed_by_renew = |renewed: usize| {
+        let Process::Client(renewer) = h[renewed].process else { return false };
+        let next_release = h[renewed..].iter().position(|e| e.process == h[renewed].process && e.f == "release");
+        let granted_other =
+            h[renewed..].iter().position(|e| e.f == "acquire" && e.kind == EventType::Ok && e.process != Process::Client(renewer));
+        matches!((granted_other, next_release), (Some(g), Some(r)) if g < r)
+    };
+    let renewals: Vec<usize> = (0..h.len()).filter(|&i| h[i].f == "renew" && h[i].kind == EventType::Ok).collect();
+    assert!(!renewals.is_empty(), "no renew ok");
     assert!(
-        matches!((granted_other, next_release), (Some(g), Some(r)) if g < r),
-        "expected another grant between process {renewer}'s renew ok and its release: {granted_other:?} {next_release:?}"
+        renewals.iter().any(|&i| freed_by_renew(i)),
+        "expected another grant between some renew ok and the renewer's release ({} renewals)",
+        renewals.len()
     );
 }
