@@ -3,6 +3,9 @@
 //! Malformed input is an error (the history cannot be judged), which is different from an
 //! inconsistent history (a verdict). The one tolerated defect is a truncated last line: a run
 //! killed mid-write leaves exactly that, and the events before it are still good evidence.
+//!
+//! Over 400 lines: the readers of both formats share the line loop, its bounds and its errors;
+//! a JSON line's own reading is in `json_line.rs`, EDN's in `edn/`.
 
 use crate::history::Event;
 use crate::history_rules::{self, Origin};

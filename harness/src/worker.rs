@@ -3,6 +3,10 @@
 //! Loop: acquire → read the resource → hold (work) → write value+1 with the token → release →
 //! think. Every step is an invoke event followed by ok / fail / info, appended and flushed at
 //! once, so a worker frozen or killed mid-round leaves everything it completed.
+//!
+//! Over 400 lines: the round's steps (section, transactional section, check before write,
+//! renewal while working) share the `Recorder` and read best in one place; the workloads
+//! without a lock live in the submodules.
 
 mod conditional_write;
 mod config;
@@ -91,7 +95,7 @@ fn listen_for_end() -> anyhow::Result<()> {
 pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
     listen_for_end()?;
     if let Some(egress) = &config.egress {
-        confine(egress)?;
+        egress.apply_here()?;
     }
     let op_timeout = Duration::from_millis(config.workload.op_timeout_ms);
     if !config.workload.kind.takes_lock() {
@@ -116,18 +120,6 @@ pub async fn run(config: WorkerConfig) -> anyhow::Result<()> {
         }
     };
     run_with(&config, lock, resource).await
-}
-
-/// Confines this container's outgoing traffic to the run's (containers/egress.rs), before any
-/// client (program) starts.
-fn confine(egress: &crate::containers::egress::Egress) -> anyhow::Result<()> {
-    let out = std::process::Command::new("sh").args(["-c", &egress.script()]).output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "cannot confine the worker's network to the run's: {}",
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    Ok(())
 }
 
 /// The article's alternatives: no lock, the counter in the run's own Postgres.

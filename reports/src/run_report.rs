@@ -2,7 +2,8 @@
 //! scripts, no external assets) so it can be mailed, archived and opened offline.
 //!
 //! Each section is a small function returning its [`Markup`], and [`render`] only puts them
-//! in order, so a richer report can add, replace or reorder sections.
+//! in order, so a richer report can add, replace or reorder sections. Over 400 lines for that
+//! reason: the short sections stay here, the large pictures in `run_report/`.
 //!
 //! The markup is written with maud's `html!` rather than askama's template files: maud keeps
 //! that "one small function per section" shape, type-checks each template with the code

@@ -45,6 +45,17 @@ impl Egress {
         lines.join("\n") + "\n"
     }
 
+    /// Confines the container this process runs in (a worker, before it starts any client).
+    pub fn apply_here(&self) -> anyhow::Result<()> {
+        let out = std::process::Command::new("sh").args(["-c", &self.script()]).output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "cannot confine this container's network to the run's: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        Ok(())
+    }
+
     /// The shell script that sets the rules up (as root with NET_ADMIN), keeping every other
     /// rule (`--noflush`).
     pub fn script(&self) -> String {
