@@ -2,10 +2,11 @@
 //! line that is no request). They never reach the ledger or its log; they are recorded here,
 //! beside it, so the run can say that somebody tried (a run with any cannot be `safe`).
 
+use checker::bounded_read::{self, Problem, ReadError, SizeLimit};
 use results::RefusedRequests as Refused;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 /// The file in the run folder.
@@ -72,21 +73,20 @@ const NAMED: usize = 5;
 /// Reads a run's file of refusals (the resource container's, so read bounded): how many
 /// (`at_least` when the cap was reached) and the first few, described. A missing file is none.
 pub fn read(path: &Path) -> anyhow::Result<Refused> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Refused::default()),
-        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+    let limit = SizeLimit::new(MAX_RECORDED * (EXCERPT as u64 * 8 + 1024), "record of refused requests");
+    let bytes = match bounded_read::read(path, limit) {
+        Ok(bytes) => bytes,
+        Err(ReadError { problem: Problem::Io(e), .. }) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Refused::default()),
+        Err(e) => anyhow::bail!("{e}"),
     };
-    let limit = MAX_RECORDED * (EXCERPT as u64 * 8 + 1024);
     let mut refused = Refused::default();
-    for line in BufReader::new(file.take(limit)).split(b'\n') {
-        let line = line?;
+    for line in bytes.split(|b| *b == b'\n') {
         if line.is_empty() {
             continue;
         }
         refused.count += 1;
         if refused.first.len() < NAMED {
-            let described = match serde_json::from_slice::<Refusal>(&line) {
+            let described = match serde_json::from_slice::<Refusal>(line) {
                 Ok(r) => r.describe(),
                 Err(e) => format!("an unreadable record ({e})"),
             };
