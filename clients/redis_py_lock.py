@@ -108,7 +108,7 @@ class Client:
 def init(req):
     c = Client(req)
     expiry = "no expiry (--no-timeout)" if c.ttl_s is None else f"timeout {c.ttl_s}s"
-    log(f"redis_py_lock: {req['client']} -> {req['config'].get('host')}:{req['config'].get('port')}, {expiry}")
+    log(f"redis_py_lock (redis-py {redis.__version__}): {req['client']} -> {req['config'].get('host')}:{req['config'].get('port')}, {expiry}")
     if c.ttl_s is None:
         return [], {"acquire": c.acquire, "release": c.release}
     return ["renew"], {"acquire": c.acquire, "release": c.release, "renew": c.renew}

@@ -7,6 +7,7 @@
 pub mod output;
 
 pub mod bounded_lines;
+pub mod client_env;
 pub mod client_program;
 pub mod clock;
 pub mod containers;

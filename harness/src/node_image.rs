@@ -103,12 +103,17 @@ fn sha256_hex<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
 
 /// An exclusive lock held for the duration of a build, released when dropped.
 fn lock_builds() -> Result<nix::fcntl::Flock<std::fs::File>> {
-    let path = std::env::temp_dir().join("lockchaos-node-image-build.lock");
+    lock_file(&std::env::temp_dir().join("lockchaos-node-image-build.lock"))
+}
+
+/// An exclusive lock on `path` (created if missing), released when dropped: one build of an
+/// image at a time among this machine's lockchaos processes.
+pub fn lock_file(path: &std::path::Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
+        .open(path)
         .with_context(|| format!("cannot open {}", path.display()))?;
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", path.display()))
@@ -170,6 +175,12 @@ pub async fn ensure_image(
         }
     }
     Ok(EnsureOutcome::Built { secs: start.elapsed().as_secs_f64() })
+}
+
+/// Whether the node image is built and matches the embedded inputs; `None` when absent.
+pub async fn is_up_to_date(docker: &bollard::Docker) -> Result<Option<bool>> {
+    let want = inputs_hash();
+    Ok(inspect(docker, IMAGE).await?.map(|(_, label)| label.as_deref() == Some(want.as_str())))
 }
 
 /// `(id, inputs label)` of `image`, `None` if there is no such image.

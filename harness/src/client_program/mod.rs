@@ -37,6 +37,25 @@ pub struct ClientParams {
     /// in the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<std::path::PathBuf>,
+    /// The program's environment (client_env): Debian packages beyond the node image's
+    /// (`golang-go`, `default-jdk-headless`), installed with apt-get.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub debian: Vec<String>,
+    /// pip requirements (`redis==8.2.0`), installed from PyPI ahead of the node image's Debian
+    /// Python packages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub python: Vec<String>,
+    /// A pip requirements file, relative to the project root (inside its `clients/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requirements: Option<std::path::PathBuf>,
+    /// A command run once when the environment is built, in a writable copy of the project's
+    /// sources; what it writes under `/out` stays in the environment (`go build -o /out/lock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<Vec<String>>,
+    /// What the build reads, relative to the project root: folders or files inside `clients/`
+    /// (default: all of `clients/`). A change to any of them rebuilds the environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<Vec<std::path::PathBuf>>,
 }
 
 /// How a worker starts its program and introduces the run to it.

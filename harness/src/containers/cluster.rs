@@ -62,6 +62,8 @@ pub struct ContainerSpec {
     /// Host part of the address in the run's /24.
     pub host_octet: u8,
     pub cmd: Vec<String>,
+    /// The image, when not the run's (a worker in its client environment).
+    pub image: Option<String>,
     pub env: Vec<String>,
     /// host path → container path, read-only?
     pub binds: Vec<(PathBuf, String, bool)>,
@@ -228,8 +230,9 @@ impl Cluster {
         labels.insert(NAME_LABEL.to_string(), spec.name.clone());
         let binds =
             spec.binds.iter().map(|(host, inside, ro)| format!("{}:{inside}{}", host.display(), if *ro { ":ro" } else { "" })).collect();
+        let image = spec.image.clone().unwrap_or_else(|| self.image.clone());
         let body = ContainerCreateBody {
-            image: Some(self.image.clone()),
+            image: Some(image.clone()),
             hostname: Some(spec.name.clone()),
             cmd: Some(spec.cmd.clone()),
             env: Some(spec.env.clone()),
@@ -273,7 +276,7 @@ impl Cluster {
             .docker
             .create_container(Some(opts), body)
             .await
-            .with_context(|| format!("cannot create container {name} from image {}", self.image))?;
+            .with_context(|| format!("cannot create container {name} from image {image}"))?;
         if let (Role::Worker, Some(net)) = (spec.role, &self.workers_network) {
             self.join_workers_network(&created.id, &spec.name, net).await?;
         }

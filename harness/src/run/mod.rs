@@ -8,6 +8,7 @@ pub mod stages;
 mod workers;
 mod workload;
 
+use crate::client_env;
 use crate::clock::RunClock;
 use crate::containers::{docker_api, teardown};
 use crate::events::{Event, EventSink, Stage};
@@ -47,6 +48,8 @@ pub struct RunContext {
     pub remote: Option<Arc<RemoteNodes>>,
     /// The key the resource checks workers' requests by (resource/proof.rs).
     pub resource_key: crate::resource::proof::RunKey,
+    /// The image the workers run in: the client program's environment, or the node image.
+    pub client_image: String,
 }
 
 /// What the workload phase observed, for results.json.
@@ -82,6 +85,8 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     events.emit(Event::Stage(Stage::Image));
     let build_line = |line: &str| events.emit(Event::ImageBuildLine(line.to_string()));
     node_image::ensure_image(&docker, node_image::BuildMethod::Auto, false, &build_line).await?;
+    // The client's environment derives from the node image; a failed build starts no run.
+    let client_image = client_env::ensure(&docker, &loaded, &build_line).await?.image().to_string();
     // The hosts next, still before the run folder: a host that cannot serve is one line.
     let remote = match &opts.nodes {
         Some(file) => Some(Arc::new(remote_nodes::connect(&docker, &loaded, file).await?)),
@@ -113,6 +118,7 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
         stages,
         remote,
         resource_key: crate::resource::proof::RunKey::generate(),
+        client_image,
     });
     if let Err(e) = finalize::write_inputs(&ctx) {
         if let Some(remote) = &ctx.remote {

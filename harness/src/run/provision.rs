@@ -24,7 +24,7 @@ pub const RUN_MOUNT: &str = "/lockchaos/run";
 /// project's `clients/` (read-only) under the project folder the program runs in.
 pub const WORKER_CONFIG: &str = "/lockchaos/worker.json";
 pub const WORKER_EVENTS: &str = "/lockchaos/events.jsonl";
-pub const PROJECT_MOUNT: &str = "/lockchaos/project";
+pub use crate::client_env::PROJECT_MOUNT;
 const RESOURCE_PORT: u16 = 7000;
 const BACKEND_START_LIMIT: Duration = Duration::from_secs(120);
 
@@ -48,6 +48,7 @@ pub fn container_spec(ctx: &RunContext, name: &str, role: Role, cmd: Vec<String>
         name: name.to_string(),
         role,
         cmd,
+        image: None,
         // LOCKCHAOS_LOG sets the containers' log filter (default: info), e.g. for a client's
         // per-node replies at debug level.
         env: vec![format!("RUST_LOG={}", std::env::var("LOCKCHAOS_LOG").unwrap_or_else(|_| "info".into()))],
@@ -61,6 +62,7 @@ pub fn container_spec(ctx: &RunContext, name: &str, role: Role, cmd: Vec<String>
 pub fn worker_spec(ctx: &RunContext, name: &str, config: &Path, events: &Path) -> ContainerSpec {
     let cmd = vec![BIN.into(), "worker".into(), "--config".into(), WORKER_CONFIG.into()];
     let mut spec = container_spec(ctx, name, Role::Worker, cmd);
+    spec.image = Some(ctx.client_image.clone());
     spec.binds = vec![
         (ctx.exe.clone(), BIN.to_string(), true),
         (config.to_path_buf(), WORKER_CONFIG.to_string(), true),

@@ -37,6 +37,7 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
             "names no program: give the program and its arguments, e.g. [\"python3\", \"clients/my_lock.py\"]".into(),
         );
     }
+    crate::client_env::spec::check_fields(&s.client).or_else(|(field, message)| fail(&field, message))?;
     if !s.workload.kind.takes_lock() && s.client.command.is_some() {
         return fail("client.command", format!("the {} workload takes no lock, so no lock client program", s.workload.kind.name()));
     }

@@ -1,0 +1,146 @@
+//! A client program's environment: what the program needs beyond the node image (Debian
+//! packages, pip requirements, a compiled binary), built once into an image derived from the
+//! node image, named by a hash of everything that goes into it, and reused by every run after.
+//! A scenario in, an image tag (or the node image) out: `ensure`.
+//!
+//! spec.rs reads the `[client]` fields, inputs.rs hashes and packs the sources, builder.rs runs
+//! the build in a container and commits it, images.rs lists and prunes what is cached. Runs
+//! never reach a network beyond their own; only the build does (builder.rs says how).
+
+mod builder;
+mod images;
+mod inputs;
+pub mod spec;
+
+pub use builder::{OUT, PYTHON_PACKAGES};
+pub use images::{list, prune, CachedEnv};
+pub use spec::EnvSpec;
+
+use crate::node_image;
+use crate::scenario::LoadedScenario;
+use anyhow::Context;
+use bollard::Docker;
+use std::path::PathBuf;
+
+/// Where a client's container holds the project: its `clients/` is mounted here, read-only,
+/// and the program runs from here, in a run as in a build.
+pub const PROJECT_MOUNT: &str = "/lockchaos/project";
+/// Environments are tagged `lockchaos-client-env:<first 16 hex of the hash>`.
+pub const REPOSITORY: &str = "lockchaos-client-env";
+/// The full hash of an environment's inputs.
+pub const INPUTS_LABEL: &str = "lockchaos.client_env.inputs";
+/// What is in it, one line (`EnvSpec::summary`).
+pub const SUMMARY_LABEL: &str = "lockchaos.client_env.summary";
+/// The scenario whose run built it.
+pub const SCENARIO_LABEL: &str = "lockchaos.client_env.scenario";
+
+/// An environment's image: its tag and the hash it is named by.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EnvImage {
+    pub tag: String,
+    pub hash: String,
+}
+
+impl EnvImage {
+    fn of_hash(hash: String) -> Self {
+        EnvImage { tag: format!("{REPOSITORY}:{}", &hash[..16]), hash }
+    }
+
+    /// Where its build's output is kept.
+    pub fn log_path(&self) -> PathBuf {
+        builder::logs_dir().join(format!("{}.log", &self.hash[..16]))
+    }
+}
+
+/// Why a build failed, as the one line a user reads (`BuildError` adds the scenario and log).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildFailure {
+    #[error("step `{step}` failed (exit {exit_code}): {last_error}")]
+    Step { step: String, exit_code: i64, last_error: String },
+    #[error("step `{step}`: `{program}` is not in the environment; {}", missing_hint(program))]
+    MissingTool { step: String, program: String },
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// Where a tool usually comes from, for the missing-tool line.
+fn missing_hint(program: &str) -> String {
+    let package = match program.rsplit('/').next().unwrap_or(program) {
+        "go" | "gofmt" => Some("golang-go"),
+        "javac" | "java" | "jar" => Some("default-jdk-headless"),
+        "cargo" | "rustc" => Some("cargo"),
+        "mvn" => Some("maven"),
+        "gradle" => Some("gradle"),
+        "gcc" | "cc" => Some("gcc"),
+        "g++" => Some("g++"),
+        "make" => Some("make"),
+        "pip" | "pip3" => Some("python3-pip"),
+        _ => None,
+    };
+    match package {
+        Some(p) => format!("add its Debian package to [client] debian (`{program}` is in {p})"),
+        None => "add the Debian package that has it to [client] debian".into(),
+    }
+}
+
+/// A failed build: one line naming the scenario, the step and the tool's last error line, with
+/// the whole log in a file. No run starts.
+#[derive(Debug, thiserror::Error)]
+#[error("scenario {scenario}: building the client environment {tag}: {failure} (whole log: {})", log.display())]
+pub struct BuildError {
+    pub scenario: String,
+    pub tag: String,
+    pub failure: BuildFailure,
+    pub log: PathBuf,
+}
+
+/// Whether `ensure` found the environment or built it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ensured {
+    /// The scenario needs nothing beyond the node image.
+    NodeImage,
+    Cached(EnvImage),
+    Built { image: EnvImage, secs: f64 },
+}
+
+impl Ensured {
+    /// The image its clients run in.
+    pub fn image(&self) -> &str {
+        match self {
+            Ensured::NodeImage => node_image::IMAGE,
+            Ensured::Cached(image) | Ensured::Built { image, .. } => &image.tag,
+        }
+    }
+}
+
+/// The scenario's environment, built if it is not cached (the node image must be up to date
+/// already: the environment derives from it). Build output lines go to `progress`.
+pub async fn ensure(docker: &Docker, loaded: &LoadedScenario, progress: &(dyn Fn(&str) + Sync)) -> anyhow::Result<Ensured> {
+    let Some(spec) = EnvSpec::resolve(loaded)? else { return Ok(Ensured::NodeImage) };
+    let hash = inputs::hash(&spec, &node_image::inputs_hash()).with_context(|| format!("{}: the client environment", loaded.path.display()))?;
+    let image = EnvImage::of_hash(hash);
+    if images::is_built(docker, &image).await? {
+        return Ok(Ensured::Cached(image));
+    }
+    // Runs started together (a matrix with --jobs) build each environment once: the others
+    // wait here, then find it built.
+    let logs = builder::logs_dir();
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+    progress(&format!("waiting for another build of {}", image.tag));
+    let lock_path = logs.join(format!("{}.lock", &image.hash[..16]));
+    let _lock = tokio::task::spawn_blocking(move || node_image::lock_file(&lock_path)).await??;
+    if images::is_built(docker, &image).await? {
+        return Ok(Ensured::Cached(image));
+    }
+    let log_path = image.log_path();
+    let mut log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
+    progress(&format!("building {} ({})", image.tag, spec.summary()));
+    let start = std::time::Instant::now();
+    builder::build(docker, &spec, &image, loaded.name.as_ref(), &mut log, progress).await.map_err(|failure| BuildError {
+        scenario: loaded.name.to_string(),
+        tag: image.tag.clone(),
+        failure,
+        log: log_path.clone(),
+    })?;
+    Ok(Ensured::Built { image, secs: start.elapsed().as_secs_f64() })
+}
