@@ -1,15 +1,15 @@
-//! Building an environment: a container of the node image on Docker's default network (the
-//! only time a client's code has a network beyond its run's), the steps run in it one by one,
-//! each named so that a failure says which, and the result committed as the environment's image.
+//! Building a stage of an environment: a container of the image below it (the node image, or
+//! the packages stage) on Docker's default network (the only time a client's code has a
+//! network beyond its run's), the steps run in it one by one, each named so that a failure says
+//! which, and the result committed as the stage's image.
 //!
 //! The builder reaches PyPI and Debian's mirror as this machine does: the host's proxy variables
 //! are passed on, and the host's CA bundle is mounted beside (not over) the image's own, so a
 //! proxy that re-signs TLS is trusted by pip and cargo as it is on the host.
 
-use super::spec::EnvSpec;
+use super::spec::{EnvSpec, Stage};
 use super::{BuildFailure, EnvImage};
 use crate::containers::{controller_id, CONTROLLER_LABEL, RUN_LABEL};
-use crate::node_image;
 use anyhow::Context;
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{ContainerConfig, ContainerCreateBody, HostConfig};
@@ -44,8 +44,8 @@ struct Step {
     env: Vec<String>,
 }
 
-/// The steps `spec` needs, in order.
-fn steps(spec: &EnvSpec) -> Vec<Step> {
+/// The steps of `stage`, in order.
+fn steps(spec: &EnvSpec, stage: Stage) -> Vec<Step> {
     let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut packages = spec.debian.clone();
     let wants_pip = !spec.python.is_empty() || spec.requirements.is_some();
@@ -53,6 +53,15 @@ fn steps(spec: &EnvSpec) -> Vec<Step> {
         packages.push("python3-pip".into());
     }
     let mut steps = vec![];
+    if stage == Stage::Build {
+        let build = spec.build.clone().unwrap_or_default();
+        steps.push(Step { name: "build", cmd: build, dir: PROJECT, env: vec![] });
+        // The program runs as nobody: everything the build made is readable. The copy of the
+        // sources goes, so that a run sees only its own mount.
+        let finish = format!("rm -rf {PROJECT} /root/.cache && mkdir -p {PROJECT} && chmod -R a+rX {OUT}");
+        steps.push(Step { name: "finish", cmd: strings(&["sh", "-c", &finish]), dir: "/", env: vec![] });
+        return steps;
+    }
     if !packages.is_empty() {
         steps.push(Step { name: "apt-get update", cmd: strings(&["apt-get", "update"]), dir: "/", env: vec![] });
         let mut install = strings(&["apt-get", "install", "-y", "--no-install-recommends"]);
@@ -78,41 +87,45 @@ fn steps(spec: &EnvSpec) -> Vec<Step> {
         }
         steps.push(Step { name: "pip install", cmd: pip, dir: PROJECT, env: vec![] });
     }
-    if let Some(build) = &spec.build {
-        steps.push(Step { name: "build", cmd: build.clone(), dir: PROJECT, env: vec![] });
-    }
-    // The program runs as nobody: everything the build made is readable; the copy of the
-    // sources and the package lists go, so the run sees only its own mount.
     let finish = format!(
-        "rm -rf {PROJECT} /var/lib/apt/lists/* /root/.cache && mkdir -p {PROJECT} {PYTHON_PACKAGES} && chmod -R a+rX {OUT} {PYTHON_PACKAGES}"
+        "rm -rf {PROJECT} /var/lib/apt/lists/* /root/.cache && mkdir -p {PROJECT} {PYTHON_PACKAGES} && chmod -R a+rX {PYTHON_PACKAGES}"
     );
     steps.push(Step { name: "finish", cmd: strings(&["sh", "-c", &finish]), dir: "/", env: vec![] });
     steps
 }
 
-/// Builds the environment and commits it as `image`. Every line of output goes to `log` and,
+/// What a stage is built on and as.
+pub struct StageBuild<'a> {
+    pub spec: &'a EnvSpec,
+    pub stage: Stage,
+    /// The image below: the node image, or the packages stage's.
+    pub base: &'a str,
+    pub image: &'a EnvImage,
+    pub scenario: &'a str,
+}
+
+/// Builds the stage and commits it as its image. Every line of output goes to `log` and,
 /// shortened, to `progress`.
 pub async fn build(
     docker: &Docker,
-    spec: &EnvSpec,
-    image: &EnvImage,
-    scenario: &str,
+    job: &StageBuild<'_>,
     log: &mut std::fs::File,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), BuildFailure> {
-    let container = start(docker, &image.hash).await.map_err(|e| BuildFailure::Setup(format!("{e:#}")))?;
+    let (spec, image) = (job.spec, job.image);
+    let container = start(docker, job.base, &image.hash).await.map_err(|e| BuildFailure::Setup(format!("{e:#}")))?;
     let built = async {
-        let sources = super::inputs::archive(spec).map_err(|e| BuildFailure::Setup(format!("{e:#}")))?;
+        let sources = super::inputs::archive(spec, job.stage).map_err(|e| BuildFailure::Setup(format!("{e:#}")))?;
         exec(docker, &container, &Step { name: "setup", cmd: vec!["mkdir".into(), "-p".into(), PROJECT.into(), OUT.into()], dir: "/", env: vec![] }, log, progress).await?;
         let options = UploadToContainerOptions { path: PROJECT.into(), ..Default::default() };
         docker
             .upload_to_container(&container, Some(options), bollard::body_full(sources.into()))
             .await
             .map_err(|e| BuildFailure::Setup(format!("cannot copy the sources into the builder: {e}")))?;
-        for step in steps(spec) {
+        for step in steps(spec, job.stage) {
             exec(docker, &container, &step, log, progress).await?;
         }
-        commit(docker, &container, spec, image, scenario).await.map_err(|e| BuildFailure::Setup(format!("{e:#}")))
+        commit(docker, &container, job).await.map_err(|e| BuildFailure::Setup(format!("{e:#}")))
     }
     .await;
     let _ = docker.remove_container(&container, Some(RemoveContainerOptions { force: true, v: true, ..Default::default() })).await;
@@ -121,7 +134,7 @@ pub async fn build(
 
 /// The builder: labelled as a run of its own with this process as controller, so that
 /// `lockchaos clean` removes it if this process dies mid-build.
-async fn start(docker: &Docker, hash: &str) -> anyhow::Result<String> {
+async fn start(docker: &Docker, base: &str, hash: &str) -> anyhow::Result<String> {
     let labels = HashMap::from([
         (RUN_LABEL.to_string(), format!("client-env-{}", &hash[..12])),
         (CONTROLLER_LABEL.to_string(), controller_id()),
@@ -136,7 +149,7 @@ async fn start(docker: &Docker, hash: &str) -> anyhow::Result<String> {
         }
     }
     let body = ContainerCreateBody {
-        image: Some(node_image::IMAGE.into()),
+        image: Some(base.into()),
         cmd: Some(vec!["sleep".into(), "infinity".into()]),
         env: Some(env),
         labels: Some(labels),
@@ -241,18 +254,20 @@ impl Tail {
     }
 }
 
-/// The builder as the environment's image: the node image's settings with the Python
-/// packages on PYTHONPATH, labelled with its inputs.
-async fn commit(docker: &Docker, container: &str, spec: &EnvSpec, image: &EnvImage, scenario: &str) -> anyhow::Result<()> {
-    let node = docker.inspect_image(node_image::IMAGE).await.context("inspecting the node image")?;
-    let mut env = node.config.and_then(|c| c.env).unwrap_or_default();
-    if !spec.python.is_empty() || spec.requirements.is_some() {
-        env.push(format!("PYTHONPATH={PYTHON_PACKAGES}"));
+/// The builder as the stage's image: the settings of the image below (not the builder's proxy
+/// variables), with the Python packages on PYTHONPATH, labelled with its inputs.
+async fn commit(docker: &Docker, container: &str, job: &StageBuild<'_>) -> anyhow::Result<()> {
+    let (spec, image) = (job.spec.up_to(job.stage), job.image);
+    let base = docker.inspect_image(job.base).await.with_context(|| format!("inspecting {}", job.base))?;
+    let mut env = base.config.and_then(|c| c.env).unwrap_or_default();
+    let python_path = format!("PYTHONPATH={PYTHON_PACKAGES}");
+    if job.stage == Stage::Packages && (!spec.python.is_empty() || spec.requirements.is_some()) && !env.contains(&python_path) {
+        env.push(python_path);
     }
     let labels = HashMap::from([
         (super::INPUTS_LABEL.to_string(), image.hash.clone()),
         (super::SUMMARY_LABEL.to_string(), spec.summary()),
-        (super::SCENARIO_LABEL.to_string(), scenario.to_string()),
+        (super::SCENARIO_LABEL.to_string(), job.scenario.to_string()),
     ]);
     let config = ContainerConfig { env: Some(env), cmd: Some(vec!["bash".into()]), labels: Some(labels), ..Default::default() };
     let (repo, tag) = image.tag.split_once(':').expect("an environment's tag has a colon");
@@ -292,11 +307,13 @@ mod tests {
         let mut s = spec();
         s.python = vec!["redis==8.2.0".into()];
         s.build = Some(vec!["true".into()]);
-        let names: Vec<_> = steps(&s).iter().map(|s| s.name).collect();
-        assert_eq!(names, ["apt-get update", "apt-get install", "pip install", "build", "finish"]);
-        let install = &steps(&s)[1].cmd;
+        let names: Vec<_> = steps(&s, Stage::Packages).iter().map(|s| s.name).collect();
+        assert_eq!(names, ["apt-get update", "apt-get install", "pip install", "finish"]);
+        let names: Vec<_> = steps(&s, Stage::Build).iter().map(|s| s.name).collect();
+        assert_eq!(names, ["build", "finish"]);
+        let install = &steps(&s, Stage::Packages)[1].cmd;
         assert_eq!(install.last().map(String::as_str), Some("python3-pip"));
-        let pip = &steps(&s)[2].cmd;
+        let pip = &steps(&s, Stage::Packages)[2].cmd;
         assert_eq!(pip.last().map(String::as_str), Some("redis==8.2.0"));
     }
 
@@ -304,8 +321,9 @@ mod tests {
     fn a_build_alone_installs_nothing() {
         let mut s = spec();
         s.build = Some(vec!["make".into()]);
-        let names: Vec<_> = steps(&s).iter().map(|s| s.name).collect();
-        assert_eq!(names, ["build", "finish"]);
+        assert_eq!(s.stages(), [Stage::Build]);
+        s.debian = vec!["make".into()];
+        assert_eq!(s.stages(), [Stage::Packages, Stage::Build]);
     }
 
     #[test]

@@ -62,6 +62,7 @@ pub async fn prune(docker: &Docker) -> anyhow::Result<(Vec<CachedEnv>, Vec<(Cach
         match docker.remove_image(&env.image.tag, None::<RemoveImageOptions>, None).await {
             Ok(_) => {
                 let _ = std::fs::remove_file(env.image.log_path());
+                let _ = std::fs::remove_file(env.image.log_path().with_extension("lock"));
                 removed.push(env);
             }
             Err(e) => kept.push((env, e.to_string())),

@@ -1,9 +1,9 @@
-//! What names an environment: a hash of everything that goes into it (the node image it derives
-//! from, the packages, the requirements, the build command, and every byte of the sources), and
-//! the tar archive of those sources that the builder receives. Both walk the same files in the
-//! same order, so what is hashed is what is built.
+//! What names an environment's stage: a hash of everything that goes into it (the image it
+//! derives from, the packages, the requirements, the build command, and every byte of the files
+//! it reads), and the tar archive of those files that the builder receives. Both walk the same
+//! files in the same order, so what is hashed is what is built.
 
-use super::spec::EnvSpec;
+use super::spec::{EnvSpec, Stage};
 use anyhow::{bail, Context};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -24,8 +24,9 @@ struct Source {
     mode: u32,
 }
 
-/// The environment's identity: hex SHA-256 over a versioned, field-separated encoding.
-pub fn hash(spec: &EnvSpec, node_image_inputs: &str) -> anyhow::Result<String> {
+/// A stage's identity: hex SHA-256 over a versioned, field-separated encoding of its own inputs
+/// and `base`, the hash of what it builds on (the node image's inputs, or the stage before).
+pub fn hash(spec: &EnvSpec, stage: Stage, base: &str) -> anyhow::Result<String> {
     let mut h = Sha256::new();
     let mut field = |name: &str, items: &[&[u8]]| {
         h.update(name.as_bytes());
@@ -35,14 +36,20 @@ pub fn hash(spec: &EnvSpec, node_image_inputs: &str) -> anyhow::Result<String> {
             h.update(item);
         }
     };
-    field("lockchaos client environment v1", &[node_image_inputs.as_bytes()]);
-    field("debian", &spec.debian.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
-    field("python", &spec.python.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
-    let requirements = spec.requirements.as_ref().map(|r| r.to_string_lossy().into_owned()).unwrap_or_default();
-    field("requirements", &[requirements.as_bytes()]);
-    let build = spec.build.clone().unwrap_or_default();
-    field("build", &build.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
-    for source in walk(spec)? {
+    field("lockchaos client environment v1", &[stage.name().as_bytes(), base.as_bytes()]);
+    match stage {
+        Stage::Packages => {
+            field("debian", &spec.debian.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
+            field("python", &spec.python.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
+            let requirements = spec.requirements.as_ref().map(|r| r.to_string_lossy().into_owned()).unwrap_or_default();
+            field("requirements", &[requirements.as_bytes()]);
+        }
+        Stage::Build => {
+            let build = spec.build.clone().unwrap_or_default();
+            field("build", &build.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
+        }
+    }
+    for source in walk(&spec.project, &spec.sources_of(stage))? {
         let path = source.relative.to_string_lossy().into_owned();
         match &source.link {
             Some(target) => field("link", &[path.as_bytes(), target.to_string_lossy().as_bytes()]),
@@ -55,23 +62,23 @@ pub fn hash(spec: &EnvSpec, node_image_inputs: &str) -> anyhow::Result<String> {
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The sources as a tar archive rooted at the project: `clients/...`.
-pub fn archive(spec: &EnvSpec) -> anyhow::Result<Vec<u8>> {
+/// A stage's files as a tar archive rooted at the project: `clients/...`.
+pub fn archive(spec: &EnvSpec, stage: Stage) -> anyhow::Result<Vec<u8>> {
     let mut tar = tar::Builder::new(vec![]);
     tar.follow_symlinks(false);
-    for source in walk(spec)? {
+    for source in walk(&spec.project, &spec.sources_of(stage))? {
         tar.append_path_with_name(&source.absolute, &source.relative)
             .with_context(|| format!("cannot add {} to the build's sources", source.absolute.display()))?;
     }
     Ok(tar.into_inner()?)
 }
 
-/// Every file of the sources, sorted by path, within the limits.
-fn walk(spec: &EnvSpec) -> anyhow::Result<Vec<Source>> {
+/// Every file under `roots`, sorted by path, within the limits.
+fn walk(project: &Path, roots: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
     let mut found = vec![];
     let mut total = 0u64;
-    for root in &spec.sources {
-        collect(&spec.project, root, &mut found, &mut total)?;
+    for root in roots {
+        collect(project, root, &mut found, &mut total)?;
     }
     found.sort_by(|a, b| a.relative.cmp(&b.relative));
     found.dedup_by(|a, b| a.relative == b.relative);
@@ -136,20 +143,21 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("clients/lock/__pycache__")).unwrap();
         std::fs::write(dir.path().join("clients/lock/main.go"), "package main").unwrap();
         let s = spec(dir.path());
-        let first = hash(&s, "node-1").unwrap();
-        assert_eq!(first, hash(&s, "node-1").unwrap(), "the same inputs, the same name");
+        let first = hash(&s, Stage::Build, "node-1").unwrap();
+        assert_eq!(first, hash(&s, Stage::Build, "node-1").unwrap(), "the same inputs, the same name");
         // A cache is no input.
         std::fs::write(dir.path().join("clients/lock/__pycache__/x.pyc"), "cache").unwrap();
-        assert_eq!(first, hash(&s, "node-1").unwrap());
-        assert_ne!(first, hash(&s, "node-2").unwrap(), "a new node image");
+        assert_eq!(first, hash(&s, Stage::Build, "node-1").unwrap());
+        assert_ne!(first, hash(&s, Stage::Build, "node-2").unwrap(), "a new node image");
         let mut other = s.clone();
         other.debian.push("gcc".into());
-        assert_ne!(first, hash(&other, "node-1").unwrap(), "a package more");
+        assert_eq!(first, hash(&other, Stage::Build, "node-1").unwrap(), "the build stage's own inputs only");
+        assert_ne!(hash(&s, Stage::Packages, "node-1").unwrap(), hash(&other, Stage::Packages, "node-1").unwrap(), "a package more");
         let mut other = s.clone();
         other.build = Some(vec!["go".into(), "vet".into()]);
-        assert_ne!(first, hash(&other, "node-1").unwrap(), "another command");
+        assert_ne!(first, hash(&other, Stage::Build, "node-1").unwrap(), "another command");
         std::fs::write(dir.path().join("clients/lock/main.go"), "package main // edited").unwrap();
-        assert_ne!(first, hash(&s, "node-1").unwrap(), "an edited source");
+        assert_ne!(first, hash(&s, Stage::Build, "node-1").unwrap(), "an edited source");
     }
 
     #[test]
@@ -160,7 +168,7 @@ mod tests {
         a.debian = vec!["ab".into(), "c".into()];
         let mut b = a.clone();
         b.debian = vec!["a".into(), "bc".into()];
-        assert_ne!(hash(&a, "n").unwrap(), hash(&b, "n").unwrap());
+        assert_ne!(hash(&a, Stage::Packages, "n").unwrap(), hash(&b, Stage::Packages, "n").unwrap());
     }
 
     #[test]
@@ -170,7 +178,7 @@ mod tests {
         std::fs::write(dir.path().join("clients/lock/main.go"), "package main").unwrap();
         std::fs::create_dir_all(dir.path().join("clients/.git")).unwrap();
         std::fs::write(dir.path().join("clients/.git/HEAD"), "ref").unwrap();
-        let bytes = archive(&spec(dir.path())).unwrap();
+        let bytes = archive(&spec(dir.path()), Stage::Build).unwrap();
         let mut tar = tar::Archive::new(bytes.as_slice());
         let names: Vec<String> = tar.entries().unwrap().map(|e| e.unwrap().path().unwrap().display().to_string()).collect();
         assert_eq!(names, vec!["clients/lock/main.go"]);

@@ -14,7 +14,7 @@ pub mod spec;
 
 pub use builder::{OUT, PYTHON_PACKAGES};
 pub use images::{list, prune, CachedEnv};
-pub use spec::EnvSpec;
+pub use spec::{EnvSpec, Stage};
 
 use crate::node_image;
 use crate::scenario::LoadedScenario;
@@ -99,11 +99,26 @@ pub struct BuildError {
 pub enum Ensured {
     /// The scenario needs nothing beyond the node image.
     NodeImage,
+    /// Its last stage was cached.
     Cached(EnvImage),
-    Built { image: EnvImage, secs: f64 },
+    /// `stages` were built (the packages may have been cached, the build not).
+    Built { image: EnvImage, stages: Vec<Stage>, secs: f64 },
 }
 
 impl Ensured {
+    /// run.json's `client_env`: the image, and the stages this run built (none: all cached).
+    pub fn record(&self) -> serde_json::Value {
+        match self {
+            Ensured::NodeImage => serde_json::json!({"image": node_image::IMAGE}),
+            Ensured::Cached(image) => serde_json::json!({"image": image.tag, "built": []}),
+            Ensured::Built { image, stages, secs } => serde_json::json!({
+                "image": image.tag,
+                "built": stages.iter().map(|s| s.name()).collect::<Vec<_>>(),
+                "build_secs": (secs * 10.0).round() / 10.0,
+            }),
+        }
+    }
+
     /// The image its clients run in.
     pub fn image(&self) -> &str {
         match self {
@@ -113,34 +128,56 @@ impl Ensured {
     }
 }
 
-/// The scenario's environment, built if it is not cached (the node image must be up to date
-/// already: the environment derives from it). Build output lines go to `progress`.
+/// The scenario's environment, each stage built if it is not cached (the node image must be up
+/// to date already: the environment derives from it). Build output lines go to `progress`.
 pub async fn ensure(docker: &Docker, loaded: &LoadedScenario, progress: &(dyn Fn(&str) + Sync)) -> anyhow::Result<Ensured> {
     let Some(spec) = EnvSpec::resolve(loaded)? else { return Ok(Ensured::NodeImage) };
-    let hash = inputs::hash(&spec, &node_image::inputs_hash()).with_context(|| format!("{}: the client environment", loaded.path.display()))?;
-    let image = EnvImage::of_hash(hash);
-    if images::is_built(docker, &image).await? {
-        return Ok(Ensured::Cached(image));
+    let start = std::time::Instant::now();
+    let mut base = (node_image::IMAGE.to_string(), node_image::inputs_hash());
+    let mut built = vec![];
+    let mut last = None;
+    for stage in spec.stages() {
+        let hash = inputs::hash(&spec, stage, &base.1)
+            .with_context(|| format!("{}: the client environment's {} stage", loaded.path.display(), stage.name()))?;
+        let image = EnvImage::of_hash(hash);
+        let job = builder::StageBuild { spec: &spec, stage, base: &base.0, image: &image, scenario: loaded.name.as_ref() };
+        if ensure_stage(docker, &job, progress).await? {
+            built.push(stage);
+        }
+        base = (image.tag.clone(), image.hash.clone());
+        last = Some(image);
     }
-    // Runs started together (a matrix with --jobs) build each environment once: the others
-    // wait here, then find it built.
+    let image = last.expect("an environment has a stage");
+    Ok(match built.is_empty() {
+        true => Ensured::Cached(image),
+        false => Ensured::Built { image, stages: built, secs: start.elapsed().as_secs_f64() },
+    })
+}
+
+/// Builds one stage unless it is cached; true when it was built.
+async fn ensure_stage(docker: &Docker, job: &builder::StageBuild<'_>, progress: &(dyn Fn(&str) + Sync)) -> anyhow::Result<bool> {
+    let image = job.image;
+    if images::is_built(docker, image).await? {
+        return Ok(false);
+    }
+    // Runs started together (a matrix with --jobs) build each stage once: the others wait here,
+    // then find it built.
     let logs = builder::logs_dir();
     std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     progress(&format!("waiting for another build of {}", image.tag));
     let lock_path = logs.join(format!("{}.lock", &image.hash[..16]));
     let _lock = tokio::task::spawn_blocking(move || node_image::lock_file(&lock_path)).await??;
-    if images::is_built(docker, &image).await? {
-        return Ok(Ensured::Cached(image));
+    if images::is_built(docker, image).await? {
+        return Ok(false);
     }
     let log_path = image.log_path();
     let mut log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
-    progress(&format!("building {} ({})", image.tag, spec.summary()));
-    let start = std::time::Instant::now();
-    builder::build(docker, &spec, &image, loaded.name.as_ref(), &mut log, progress).await.map_err(|failure| BuildError {
-        scenario: loaded.name.to_string(),
+    progress(&format!("building {} ({} stage: {})", image.tag, job.stage.name(), job.spec.up_to(job.stage).summary()));
+    builder::build(docker, job, &mut log, progress).await.map_err(|failure| BuildError {
+        scenario: job.scenario.to_string(),
         tag: image.tag.clone(),
         failure,
         log: log_path.clone(),
     })?;
-    Ok(Ensured::Built { image, secs: start.elapsed().as_secs_f64() })
+    Ok(true)
 }

@@ -19,10 +19,27 @@ pub struct EnvSpec {
     /// The requirements file, relative to the project root.
     pub requirements: Option<PathBuf>,
     pub build: Option<Vec<String>>,
-    /// Copied into the builder and hashed, relative to the project root: the build's sources
-    /// (all of `clients/` by default) and the requirements file.
+    /// What `build` reads, relative to the project root (all of `clients/` by default).
     pub sources: Vec<PathBuf>,
     pub project: PathBuf,
+}
+
+/// An environment is built in up to two stages, each an image of its own on the one before, as
+/// a Dockerfile's layers are cached: the packages (apt-get, pip), then the build. An edited
+/// source reruns the build alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Packages,
+    Build,
+}
+
+impl Stage {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Packages => "packages",
+            Stage::Build => "build",
+        }
+    }
 }
 
 /// Field rules: (dotted field, what is wrong).
@@ -107,7 +124,6 @@ impl EnvSpec {
                 let why = format!("{} is not a file in the project {}", requirements.display(), project.display());
                 return Err(loaded.error_at("client.requirements", why));
             }
-            sources.push(requirements.clone());
         }
         for (i, source) in client.sources.iter().flatten().enumerate() {
             if !project.join(source).exists() {
@@ -129,6 +145,37 @@ impl EnvSpec {
             sources,
             project,
         }))
+    }
+
+    /// The stages this environment needs, in order.
+    pub fn stages(&self) -> Vec<Stage> {
+        let packages = !self.debian.is_empty() || !self.python.is_empty() || self.requirements.is_some();
+        let mut stages = vec![];
+        if packages {
+            stages.push(Stage::Packages);
+        }
+        if self.build.is_some() {
+            stages.push(Stage::Build);
+        }
+        stages
+    }
+
+    /// What a stage copies into its builder and hashes, relative to the project root.
+    pub fn sources_of(&self, stage: Stage) -> Vec<PathBuf> {
+        match stage {
+            Stage::Packages => self.requirements.iter().cloned().collect(),
+            Stage::Build => self.sources.clone(),
+        }
+    }
+
+    /// The environment up to and including `stage`, for its image's summary.
+    pub fn up_to(&self, stage: Stage) -> EnvSpec {
+        let mut s = self.clone();
+        if stage == Stage::Packages {
+            s.build = None;
+            s.sources = vec![];
+        }
+        s
     }
 
     /// One line for `image ls` and the image's label: what is in it.

@@ -16,6 +16,7 @@ pub fn write_inputs(ctx: &RunContext) -> anyhow::Result<()> {
         "seed": ctx.seed,
         "effective": effective,
         "lockchaos_version": env!("CARGO_PKG_VERSION"),
+        "client_env": ctx.client_env.record(),
     });
     std::fs::write(ctx.dir.file("run.json"), serde_json::to_vec_pretty(&run)?)?;
     Ok(())

@@ -48,8 +48,9 @@ pub struct RunContext {
     pub remote: Option<Arc<RemoteNodes>>,
     /// The key the resource checks workers' requests by (resource/proof.rs).
     pub resource_key: crate::resource::proof::RunKey,
-    /// The image the workers run in: the client program's environment, or the node image.
-    pub client_image: String,
+    /// The image the workers run in (the client program's environment, or the node image), and
+    /// whether this run built it.
+    pub client_env: client_env::Ensured,
 }
 
 /// What the workload phase observed, for results.json.
@@ -86,7 +87,7 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     let build_line = |line: &str| events.emit(Event::ImageBuildLine(line.to_string()));
     node_image::ensure_image(&docker, node_image::BuildMethod::Auto, false, &build_line).await?;
     // The client's environment derives from the node image; a failed build starts no run.
-    let client_image = client_env::ensure(&docker, &loaded, &build_line).await?.image().to_string();
+    let client_env = client_env::ensure(&docker, &loaded, &build_line).await?;
     // The hosts next, still before the run folder: a host that cannot serve is one line.
     let remote = match &opts.nodes {
         Some(file) => Some(Arc::new(remote_nodes::connect(&docker, &loaded, file).await?)),
@@ -118,7 +119,7 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
         stages,
         remote,
         resource_key: crate::resource::proof::RunKey::generate(),
-        client_image,
+        client_env,
     });
     if let Err(e) = finalize::write_inputs(&ctx) {
         if let Some(remote) = &ctx.remote {

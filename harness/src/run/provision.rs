@@ -62,7 +62,7 @@ pub fn container_spec(ctx: &RunContext, name: &str, role: Role, cmd: Vec<String>
 pub fn worker_spec(ctx: &RunContext, name: &str, config: &Path, events: &Path) -> ContainerSpec {
     let cmd = vec![BIN.into(), "worker".into(), "--config".into(), WORKER_CONFIG.into()];
     let mut spec = container_spec(ctx, name, Role::Worker, cmd);
-    spec.image = Some(ctx.client_image.clone());
+    spec.image = Some(ctx.client_env.image().to_string());
     spec.binds = vec![
         (ctx.exe.clone(), BIN.to_string(), true),
         (config.to_path_buf(), WORKER_CONFIG.to_string(), true),
