@@ -17,8 +17,14 @@ Capabilities: renew (Lock.reacquire()).
                  expiry, and the Lock can no longer release it ("Cannot release an unlocked
                  lock"): nobody is granted the lock again. redis-py 8.2.0 keeps the token until
                  the script answers.
+  --retry-release  what an application that retries a failed release does: after a release
+                 that failed on a connection error (answered `info`), a thread calls
+                 Lock.release() again every 200 ms for up to 10 s, until it answers. With 4.3.4
+                 the retry raises LockError ("Cannot release an unlocked lock") at once, the
+                 token being gone; with 8.2.0 it releases the key once the connection is back.
 """
 import sys
+import threading
 import time
 
 import redis
@@ -28,6 +34,25 @@ import redis_io
 from protocol_io import Fail, Info, log, ms_since, serve
 
 NO_TIMEOUT = "--no-timeout" in sys.argv[1:]
+RETRY_RELEASE = "--retry-release" in sys.argv[1:]
+RETRY_EVERY_S, RETRY_FOR_S = 0.2, 10
+
+
+def retry_release(lock):
+    """Lock.release() again until it answers, as --retry-release says."""
+    deadline = time.monotonic() + RETRY_FOR_S
+    while time.monotonic() < deadline:
+        time.sleep(RETRY_EVERY_S)
+        try:
+            lock.release()
+            log("release retried: released")
+            return
+        except LockError as e:  # LockNotOwnedError, or "Cannot release an unlocked lock"
+            log(f"release retried: {type(e).__name__}: {e}; giving up")
+            return
+        except redis.RedisError:
+            continue
+    log(f"release retried for {RETRY_FOR_S} s; giving up")
 
 
 class Client:
@@ -101,6 +126,8 @@ class Client:
         except redis.ResponseError as e:
             raise Fail(f"release refused: {e}") from e
         except redis.RedisError as e:
+            if RETRY_RELEASE:
+                threading.Thread(target=retry_release, args=(lock,), daemon=True).start()
             raise Info(f"release: {e}") from e
         return {"type": "release_ok"}
 

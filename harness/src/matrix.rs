@@ -22,7 +22,8 @@ pub fn select(patterns: &str) -> anyhow::Result<Vec<LoadedScenario>> {
     for entry in scenario_catalog::list(None)? {
         let loaded = entry?;
         if globs.is_match(&loaded.name) {
-            chosen.push(loaded);
+            // A scenario with `[[client.versions]]` is a row per version.
+            chosen.extend(crate::client_env::variant::expand(loaded)?);
         }
     }
     if chosen.is_empty() {

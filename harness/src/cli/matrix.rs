@@ -45,6 +45,12 @@ pub struct Args {
     /// a run claims every host.
     #[arg(long, conflicts_with = "shard")]
     nodes_file: Option<PathBuf>,
+    /// Each chosen scenario once per version of its client's library, as rows of their own
+    /// (`--client-env redis==4.3.4,redis==8.2.0`): the pin from PyPI in the client program's
+    /// environment, in place of any other pin of that project. Each row is named by its pin
+    /// (`redis-py-lock-pause.redis-8.2.0`).
+    #[arg(long, value_name = "PROJECT==VERSION,...")]
+    client_env: Option<String>,
 }
 
 #[derive(clap::Subcommand)]
@@ -66,6 +72,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(harness::matrix::merge(&stores, &store)?));
     }
     let mut chosen = harness::matrix::select(&args.scenarios)?;
+    if let Some(list) = &args.client_env {
+        let pins = harness::client_env::variant::parse_list(list)?;
+        let variants = chosen.iter().flat_map(|s| pins.iter().map(move |pin| harness::client_env::variant::apply(s, pin, None)));
+        chosen = variants.collect::<anyhow::Result<_>>()?;
+    }
     let nodes = match &args.nodes_file {
         Some(path) => {
             if args.jobs > 1 {

@@ -1,4 +1,5 @@
-//! `lockchaos scenario NAME [--test-count N]`: one or more runs of a scenario.
+//! `lockchaos scenario NAME [--test-count N]`: one or more runs of a scenario; of each of its
+//! versions in turn when it lists `[[client.versions]]`.
 
 use harness::events::EventSink;
 use harness::hosts::NodesFile;
@@ -52,7 +53,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         reporters.push(Box::new(Junit::new(file)));
     }
     let events = EventSink::new(reporters);
-    let series = series::run_series(Arc::new(loaded), &opts, args.test_count, &events).await;
+    let mut code = 0;
+    for variant in harness::client_env::variant::expand(loaded)? {
+        let series = series::run_series(Arc::new(variant), &opts, args.test_count, &events).await;
+        code = code.max(series.exit_code());
+        if series.error.is_some() {
+            break;
+        }
+    }
     events.finish()?;
-    Ok(ExitCode::from(series.exit_code()))
+    Ok(ExitCode::from(code))
 }

@@ -30,8 +30,17 @@ pub const OUT: &str = "/out";
 pub const PYTHON_PACKAGES: &str = "/opt/lockchaos/python";
 const HOST_CA: &str = "/lockchaos/host-ca.crt";
 const HOST_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
-const PROXY_VARIABLES: [&str; 9] =
-    ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST"];
+const PROXY_VARIABLES: [&str; 9] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_TRUSTED_HOST",
+];
 /// A build is a compiler or pip: more room than a run's worker.
 const MEMORY: i64 = 4 << 30;
 const PIDS: i64 = 4096;
@@ -116,7 +125,14 @@ pub async fn build(
     let container = start(docker, job.base, &image.hash).await.map_err(|e| BuildFailure::Setup(format!("{e:#}")))?;
     let built = async {
         let sources = super::inputs::archive(spec, job.stage).map_err(|e| BuildFailure::Setup(format!("{e:#}")))?;
-        exec(docker, &container, &Step { name: "setup", cmd: vec!["mkdir".into(), "-p".into(), PROJECT.into(), OUT.into()], dir: "/", env: vec![] }, log, progress).await?;
+        exec(
+            docker,
+            &container,
+            &Step { name: "setup", cmd: vec!["mkdir".into(), "-p".into(), PROJECT.into(), OUT.into()], dir: "/", env: vec![] },
+            log,
+            progress,
+        )
+        .await?;
         let options = UploadToContainerOptions { path: PROJECT.into(), ..Default::default() };
         docker
             .upload_to_container(&container, Some(options), bollard::body_full(sources.into()))
@@ -135,10 +151,8 @@ pub async fn build(
 /// The builder: labelled as a run of its own with this process as controller, so that
 /// `lockchaos clean` removes it if this process dies mid-build.
 async fn start(docker: &Docker, base: &str, hash: &str) -> anyhow::Result<String> {
-    let labels = HashMap::from([
-        (RUN_LABEL.to_string(), format!("client-env-{}", &hash[..12])),
-        (CONTROLLER_LABEL.to_string(), controller_id()),
-    ]);
+    let labels =
+        HashMap::from([(RUN_LABEL.to_string(), format!("client-env-{}", &hash[..12])), (CONTROLLER_LABEL.to_string(), controller_id())]);
     let mut env: Vec<String> =
         PROXY_VARIABLES.iter().filter_map(|v| std::env::var(v).ok().filter(|x| !x.is_empty()).map(|x| format!("{v}={x}"))).collect();
     let mut binds = vec![];

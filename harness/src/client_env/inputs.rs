@@ -96,9 +96,8 @@ fn collect(project: &Path, relative: &Path, found: &mut Vec<Source>, total: &mut
         let target = std::fs::read_link(&absolute)?;
         found.push(Source { relative: relative.into(), absolute, link: Some(target), mode: 0o777 });
     } else if meta.is_dir() {
-        let mut entries = std::fs::read_dir(&absolute)
-            .with_context(|| format!("cannot list {}", absolute.display()))?
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut entries =
+            std::fs::read_dir(&absolute).with_context(|| format!("cannot list {}", absolute.display()))?.collect::<Result<Vec<_>, _>>()?;
         entries.sort_by_key(|e| e.file_name());
         for entry in entries {
             let name = entry.file_name();

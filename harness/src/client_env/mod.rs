@@ -11,6 +11,7 @@ mod builder;
 mod images;
 mod inputs;
 pub mod spec;
+pub mod variant;
 
 pub use builder::{OUT, PYTHON_PACKAGES};
 pub use images::{list, prune, CachedEnv};

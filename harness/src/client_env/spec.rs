@@ -49,6 +49,12 @@ pub fn check_fields(client: &ClientParams) -> Result<(), (String, String)> {
         let field = if client.build.is_some() { "client.build" } else { "client.python" };
         return Err((field.into(), "sets up a client program's environment, but [client] has no `command` to run in it".into()));
     }
+    if !client.versions.is_empty() && client.command.is_none() {
+        return Err(("client.versions".into(), "are versions of a client program's library, and [client] has no `command`".into()));
+    }
+    for (i, row) in client.versions.iter().enumerate() {
+        row.pin.parse::<super::variant::Pin>().map_err(|e| (format!("client.versions[{i}].pin"), e.to_string()))?;
+    }
     if client.sources.is_some() && client.build.is_none() {
         return Err(("client.sources".into(), "names what `build` reads, and there is no `build`".into()));
     }
@@ -71,7 +77,10 @@ pub fn check_fields(client: &ClientParams) -> Result<(), (String, String)> {
     }
     if let Some(build) = &client.build {
         if build.first().is_none_or(|p| p.trim().is_empty()) {
-            return Err(("client.build".into(), "names no program: e.g. [\"go\", \"build\", \"-o\", \"/out/lock\", \"./clients/lock\"]".into()));
+            return Err((
+                "client.build".into(),
+                "names no program: e.g. [\"go\", \"build\", \"-o\", \"/out/lock\", \"./clients/lock\"]".into(),
+            ));
         }
     }
     if let Some(path) = &client.requirements {

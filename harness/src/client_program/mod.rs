@@ -56,6 +56,23 @@ pub struct ClientParams {
     /// (default: all of `clients/`). A change to any of them rebuilds the environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sources: Option<Vec<std::path::PathBuf>>,
+    /// The matrix runs the scenario once per entry, each a row of its own named by its pin, with
+    /// that version in the environment and its own expectation (client_env::variant).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versions: Vec<VersionRow>,
+}
+
+/// One `[[client.versions]]`: a version of the client's library and what the scenario should
+/// find with it.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct VersionRow {
+    /// `project==version`, from PyPI.
+    pub pin: String,
+    pub expect: results::Expectation,
+    /// In place of the scenario's `[claims]`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claims: Option<results::Claims>,
 }
 
 /// How a worker starts its program and introduces the run to it.

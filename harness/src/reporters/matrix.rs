@@ -144,7 +144,7 @@ pub fn row(s: &Scenario) -> String {
     let persistence = (s.server.persistence == Persistence::Appendonly).then_some("appendonly");
     // The built-in etcd client's setting; a client program is its own client.
     let mutex = (!s.lock.check_key_after_wait && s.client.command.is_none()).then_some("etcd 3.4 Mutex");
-    let program = s.client.command.as_deref().map(program_name);
+    let program = s.client.command.as_deref().map(|command| program_name(command, &s.client.python));
     let no_lock = match (s.workload.kind, s.workload.broken()) {
         (WorkloadKind::Lock, _) => None,
         (WorkloadKind::ConditionalWrite, false) => Some("conditional write, no lock"),
@@ -164,10 +164,18 @@ pub fn row(s: &Scenario) -> String {
     }
 }
 
-/// A client program as a row names it: its file (`client redis_article.py`), else its command.
-fn program_name(command: &[String]) -> String {
-    let file = command.iter().rev().find(|word| word.contains('/')).and_then(|path| path.rsplit('/').next());
-    format!("client {}", file.map_or_else(|| command.join(" "), str::to_string))
+/// A client program as a row names it: its file (`client redis_article.py`, `client
+/// etcd-mutex` for `/out/etcd-mutex`; a class path is no file, so Java's main class), else its
+/// command; with the pip requirements of its environment, so each version is a row of its own
+/// (`client redis_py_lock.py with redis==8.2.0`).
+fn program_name(command: &[String], python: &[String]) -> String {
+    let file = command.iter().rev().find(|word| word.contains('/') && !word.contains(':')).and_then(|path| path.rsplit('/').next());
+    let java_class = (command.first().map(String::as_str) == Some("java")).then(|| command.last()).flatten();
+    let name = file.or(java_class.map(String::as_str)).map_or_else(|| command.join(" "), str::to_string);
+    match python {
+        [] => format!("client {name}"),
+        pins => format!("client {name} with {}", pins.join(" ")),
+    }
 }
 
 #[cfg(test)]
@@ -190,10 +198,19 @@ mod tests {
             ("etcd-pause-unfenced-jepsen-members", "etcd, etcd 3.4 Mutex", "pause"),
             ("cas-pause", "postgres-xact, conditional write, no lock", "pause"),
             ("cas-no-version-pause", "postgres-xact, write without its version check, no lock", "pause"),
+            ("go-etcd-mutex-expired-waiter", "etcd, client etcd-mutex", "pause"),
+            ("java-pg-advisory-baseline", "postgres-session, client PgAdvisoryLock", "baseline"),
         ];
         for (name, want_row, want_column) in cases {
             let s = crate::scenario::load_file(&dir.join(format!("{name}.toml"))).unwrap().scenario;
             assert_eq!((row(&s).as_str(), column(&s).as_str()), (want_row, want_column), "{name}");
         }
+        // Each version of a library is a row of its own.
+        let pair = crate::scenario::load_file(&dir.join("redis-py-lock-release-retried.toml")).unwrap();
+        let rows: Vec<String> = crate::client_env::variant::expand(pair).unwrap().iter().map(|v| row(&v.scenario)).collect();
+        assert_eq!(
+            rows,
+            ["redis-single, client redis_py_lock.py with redis==4.3.4", "redis-single, client redis_py_lock.py with redis==8.2.0"]
+        );
     }
 }
