@@ -28,6 +28,30 @@ async fn save_log(docker: &Docker, c: &ContainerSummary, logs_dir: &Path) {
     let _ = std::fs::write(logs_dir.join(format!("{name}.log")), out);
 }
 
+/// How long a network may still hold endpoints of containers already removed (the daemon
+/// releases them after the removal returns) before its removal counts as failed.
+const ENDPOINTS_RELEASED_WITHIN: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Removes a network; while it still has endpoints (seen in a matrix: "has active endpoints"
+/// right after its containers' removal returned, or a container another task was creating),
+/// removes the containers still attached, by force, and tries again.
+async fn remove_network(docker: &Docker, id: &str) -> Result<(), bollard::errors::Error> {
+    let deadline = tokio::time::Instant::now() + ENDPOINTS_RELEASED_WITHIN;
+    loop {
+        match docker.remove_network(id).await {
+            Err(e) if e.to_string().contains("active endpoints") && tokio::time::Instant::now() < deadline => {
+                let attached = docker.inspect_network(id, None).await.ok().and_then(|n| n.containers).unwrap_or_default();
+                for container in attached.keys() {
+                    let opts = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+                    let _ = docker.remove_container(container, Some(opts)).await;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Removes every container and network labelled with `run_id`, or with any run id when `None`,
 /// each container's log saved first into `logs_dir` when given, every container side by side.
 /// Containers go first (force: a stopped or SIGSTOPped process dies with its container).
@@ -63,7 +87,7 @@ pub async fn remove_labelled(docker: &Docker, run_id: Option<&str>, logs_dir: Op
     let networks = docker.list_networks(Some(ListNetworksOptions { filters: Some(filters) })).await?;
     for n in networks {
         let id = n.id.unwrap_or_default();
-        match docker.remove_network(&id).await {
+        match remove_network(docker, &id).await {
             Ok(()) => removed.networks += 1,
             // Removed meanwhile by a concurrent teardown or clean.
             Err(e) if e.to_string().contains("not found") || e.to_string().contains("No such network") => {}
