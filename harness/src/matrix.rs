@@ -23,7 +23,7 @@ pub fn select(patterns: &str) -> anyhow::Result<Vec<LoadedScenario>> {
         let loaded = entry?;
         if globs.is_match(&loaded.name) {
             // A scenario with `[[client.versions]]` is a row per version.
-            chosen.extend(crate::client_env::variant::expand(loaded)?);
+            chosen.extend(crate::scenario::versions::expand(loaded)?);
         }
     }
     if chosen.is_empty() {

@@ -73,8 +73,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut chosen = harness::matrix::select(&args.scenarios)?;
     if let Some(list) = &args.client_env {
-        let pins = harness::client_env::variant::parse_list(list)?;
-        let variants = chosen.iter().flat_map(|s| pins.iter().map(move |pin| harness::client_env::variant::apply(s, pin, None)));
+        let pins = harness::scenario::versions::parse_list(list)?;
+        let variants = chosen.iter().flat_map(|s| pins.iter().map(move |pin| harness::scenario::versions::apply(s, pin, None)));
         chosen = variants.collect::<anyhow::Result<_>>()?;
     }
     let nodes = match &args.nodes_file {

@@ -54,7 +54,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let events = EventSink::new(reporters);
     let mut code = 0;
-    for variant in harness::client_env::variant::expand(loaded)? {
+    for variant in harness::scenario::versions::expand(loaded)? {
         let series = series::run_series(Arc::new(variant), &opts, args.test_count, &events).await;
         code = code.max(series.exit_code());
         if series.error.is_some() {

@@ -66,8 +66,10 @@ fn steps(spec: &EnvSpec, stage: Stage) -> Vec<Step> {
         let build = spec.build.clone().unwrap_or_default();
         steps.push(Step { name: "build", cmd: build, dir: PROJECT, env: vec![] });
         // The program runs as nobody: everything the build made is readable. The copy of the
-        // sources goes, so that a run sees only its own mount.
-        let finish = format!("rm -rf {PROJECT} /root/.cache && mkdir -p {PROJECT} && chmod -R a+rX {OUT}");
+        // sources goes, so that a run sees only its own mount, and so do the tools' caches
+        // (Go's, cargo's registry, Maven's), which only the build needed.
+        let finish =
+            format!("rm -rf {PROJECT} /root/.cache /root/.cargo /root/go /root/.m2 /tmp/* && mkdir -p {PROJECT} && chmod -R a+rX {OUT}");
         steps.push(Step { name: "finish", cmd: strings(&["sh", "-c", &finish]), dir: "/", env: vec![] });
         return steps;
     }

@@ -11,14 +11,12 @@ mod builder;
 mod images;
 mod inputs;
 pub mod spec;
-pub mod variant;
 
 pub use builder::{OUT, PYTHON_PACKAGES};
 pub use images::{list, prune, CachedEnv};
 pub use spec::{EnvSpec, Stage};
 
 use crate::node_image;
-use crate::scenario::LoadedScenario;
 use anyhow::Context;
 use bollard::Docker;
 use std::path::PathBuf;
@@ -129,19 +127,20 @@ impl Ensured {
     }
 }
 
-/// The scenario's environment, each stage built if it is not cached (the node image must be up
-/// to date already: the environment derives from it). Build output lines go to `progress`.
-pub async fn ensure(docker: &Docker, loaded: &LoadedScenario, progress: &(dyn Fn(&str) + Sync)) -> anyhow::Result<Ensured> {
-    let Some(spec) = EnvSpec::resolve(loaded)? else { return Ok(Ensured::NodeImage) };
+/// The environment `spec` (of the scenario `scenario`), each stage built if it is not cached
+/// (the node image must be up to date already: the environment derives from it); the node
+/// image for none. Build output lines go to `progress`.
+pub async fn ensure(docker: &Docker, spec: Option<EnvSpec>, scenario: &str, progress: &(dyn Fn(&str) + Sync)) -> anyhow::Result<Ensured> {
+    let Some(spec) = spec else { return Ok(Ensured::NodeImage) };
     let start = std::time::Instant::now();
     let mut base = (node_image::IMAGE.to_string(), node_image::inputs_hash());
     let mut built = vec![];
     let mut last = None;
     for stage in spec.stages() {
         let hash = inputs::hash(&spec, stage, &base.1)
-            .with_context(|| format!("{}: the client environment's {} stage", loaded.path.display(), stage.name()))?;
+            .with_context(|| format!("scenario {scenario}: the client environment's {} stage", stage.name()))?;
         let image = EnvImage::of_hash(hash);
-        let job = builder::StageBuild { spec: &spec, stage, base: &base.0, image: &image, scenario: loaded.name.as_ref() };
+        let job = builder::StageBuild { spec: &spec, stage, base: &base.0, image: &image, scenario };
         if ensure_stage(docker, &job, progress).await? {
             built.push(stage);
         }

@@ -4,7 +4,6 @@
 //! need the project's files.
 
 use crate::client_program::ClientParams;
-use crate::scenario::{LoadedScenario, ScenarioError};
 use std::path::{Component, Path, PathBuf};
 
 /// The only part of a project a client's container sees (run/provision.rs mounts it); the
@@ -48,12 +47,6 @@ pub fn check_fields(client: &ClientParams) -> Result<(), (String, String)> {
     if wants_env && client.command.is_none() {
         let field = if client.build.is_some() { "client.build" } else { "client.python" };
         return Err((field.into(), "sets up a client program's environment, but [client] has no `command` to run in it".into()));
-    }
-    if !client.versions.is_empty() && client.command.is_none() {
-        return Err(("client.versions".into(), "are versions of a client program's library, and [client] has no `command`".into()));
-    }
-    for (i, row) in client.versions.iter().enumerate() {
-        row.pin.parse::<super::variant::Pin>().map_err(|e| (format!("client.versions[{i}].pin"), e.to_string()))?;
     }
     if client.sources.is_some() && client.build.is_none() {
         return Err(("client.sources".into(), "names what `build` reads, and there is no `build`".into()));
@@ -115,14 +108,12 @@ fn inside_clients(path: &Path) -> Result<(), String> {
 }
 
 impl EnvSpec {
-    /// The scenario's environment, `None` when it needs only the node image. Errors name the
-    /// field whose file is missing.
-    pub fn resolve(loaded: &LoadedScenario) -> Result<Option<EnvSpec>, ScenarioError> {
-        let client = &loaded.scenario.client;
+    /// The environment `client` asks for in `project`, `None` when it needs only the node
+    /// image. An error is (dotted field, what is wrong): a file it names that is not there.
+    pub fn resolve(client: &ClientParams, project: PathBuf) -> Result<Option<EnvSpec>, (String, String)> {
         if client.debian.is_empty() && client.python.is_empty() && client.requirements.is_none() && client.build.is_none() {
             return Ok(None);
         }
-        let project = loaded.project_root();
         let mut sources = match (&client.build, &client.sources) {
             (None, _) => vec![],
             (Some(_), Some(named)) => named.clone(),
@@ -131,18 +122,18 @@ impl EnvSpec {
         if let Some(requirements) = &client.requirements {
             if !project.join(requirements).is_file() {
                 let why = format!("{} is not a file in the project {}", requirements.display(), project.display());
-                return Err(loaded.error_at("client.requirements", why));
+                return Err(("client.requirements".into(), why));
             }
         }
         for (i, source) in client.sources.iter().flatten().enumerate() {
             if !project.join(source).exists() {
                 let why = format!("{} is not in the project {}", source.display(), project.display());
-                return Err(loaded.error_at(&format!("client.sources[{i}]"), why));
+                return Err((format!("client.sources[{i}]"), why));
             }
         }
         if client.build.is_some() && client.sources.is_none() && !project.join(CLIENTS_DIR).is_dir() {
             let why = format!("the project {} has no {CLIENTS_DIR}/ folder for the build to read", project.display());
-            return Err(loaded.error_at("client.build", why));
+            return Err(("client.build".into(), why));
         }
         sources.sort();
         sources.dedup();

@@ -207,7 +207,7 @@ mod tests {
         }
         // Each version of a library is a row of its own.
         let pair = crate::scenario::load_file(&dir.join("redis-py-lock-release-retried.toml")).unwrap();
-        let rows: Vec<String> = crate::client_env::variant::expand(pair).unwrap().iter().map(|v| row(&v.scenario)).collect();
+        let rows: Vec<String> = crate::scenario::versions::expand(pair).unwrap().iter().map(|v| row(&v.scenario)).collect();
         assert_eq!(
             rows,
             ["redis-single, client redis_py_lock.py with redis==4.3.4", "redis-single, client redis_py_lock.py with redis==8.2.0"]

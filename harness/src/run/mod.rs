@@ -87,7 +87,9 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     let build_line = |line: &str| events.emit(Event::ImageBuildLine(line.to_string()));
     node_image::ensure_image(&docker, node_image::BuildMethod::Auto, false, &build_line).await?;
     // The client's environment derives from the node image; a failed build starts no run.
-    let client_env = client_env::ensure(&docker, &loaded, &build_line).await?;
+    let spec = client_env::EnvSpec::resolve(&loaded.scenario.client, loaded.project_root())
+        .map_err(|(field, message)| loaded.error_at(&field, message))?;
+    let client_env = client_env::ensure(&docker, spec, loaded.name.as_ref(), &build_line).await?;
     // The hosts next, still before the run folder: a host that cannot serve is one line.
     let remote = match &opts.nodes {
         Some(file) => Some(Arc::new(remote_nodes::connect(&docker, &loaded, file).await?)),

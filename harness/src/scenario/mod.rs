@@ -9,6 +9,7 @@
 mod load;
 mod nemesis;
 mod validate;
+pub mod versions;
 
 pub use load::{load_file, load_text, parse, LoadedScenario, ScenarioError};
 pub use nemesis::{Episode, Nemesis, RandomFaults, TimelineStep, Trigger};

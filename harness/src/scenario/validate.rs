@@ -38,6 +38,14 @@ pub(super) fn validate(s: &Scenario, check_times: bool) -> Result<(), (String, S
         );
     }
     crate::client_env::spec::check_fields(&s.client).or_else(|(field, message)| fail(&field, message))?;
+    if !s.client.versions.is_empty() && s.client.command.is_none() {
+        return fail("client.versions", "are versions of a client program's library, and [client] has no `command`".into());
+    }
+    for (i, row) in s.client.versions.iter().enumerate() {
+        if let Err(e) = row.pin.parse::<super::versions::Pin>() {
+            return fail(&format!("client.versions[{i}].pin"), e.to_string());
+        }
+    }
     if !s.workload.kind.takes_lock() && s.client.command.is_some() {
         return fail("client.command", format!("the {} workload takes no lock, so no lock client program", s.workload.kind.name()));
     }

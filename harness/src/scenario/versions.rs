@@ -6,7 +6,7 @@
 //! matrix.html. A scenario's list gives each version its own expectation; `--client-env` keeps
 //! the scenario's.
 
-use crate::scenario::{self, LoadedScenario};
+use super::LoadedScenario;
 use crate::scenario_name::ScenarioName;
 use anyhow::{bail, Context};
 
@@ -80,7 +80,7 @@ fn with_claims(loaded: LoadedScenario, claims: &results::Claims) -> anyhow::Resu
     let table: toml_edit::DocumentMut = toml::to_string(claims)?.parse()?;
     doc["claims"] = toml_edit::Item::Table(table.as_table().clone());
     let text = doc.to_string();
-    let scenario = scenario::parse(&text, &loaded.path)?;
+    let scenario = super::parse(&text, &loaded.path)?;
     Ok(LoadedScenario { text, scenario, ..loaded })
 }
 
@@ -106,7 +106,7 @@ pub fn apply(loaded: &LoadedScenario, pin: &Pin, expect: Option<results::Expecta
     client["python"] = toml_edit::value(python.iter().collect::<toml_edit::Array>());
     client.remove("versions");
     let text = doc.to_string();
-    let scenario = scenario::parse(&text, &loaded.path)?;
+    let scenario = super::parse(&text, &loaded.path)?;
     Ok(LoadedScenario { name, path: loaded.path.clone(), text, scenario })
 }
 
