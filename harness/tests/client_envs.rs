@@ -31,14 +31,9 @@ fn project(copied: &[&str], scenario: &str) -> (tempfile::TempDir, PathBuf) {
 
 /// Runs the binary on a scenario file: exit code, output, and run.json when the run started.
 fn run_binary(file: &Path, store: &Path) -> (Option<i32>, String, Option<Value>) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
-        .args(["scenario", file.to_str().unwrap(), "--quiet", "--store", store.to_str().unwrap()])
-        .env("CI", "true")
-        .output()
-        .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (code, text) = common::run_cli(file, store);
     let run = std::fs::read_to_string(store.join("latest/run.json")).ok().map(|t| serde_json::from_str(&t).unwrap());
-    (out.status.code(), text, run)
+    (code, text, run)
 }
 
 /// One run that must be safe: the image its clients ran in and the stages it built.

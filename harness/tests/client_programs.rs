@@ -9,7 +9,6 @@ mod common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// A project folder with `clients/toy_lock.py`, any extra client files, and one scenario.
 fn project(clients: &[(&str, &str)], scenario: &str) -> (tempfile::TempDir, PathBuf) {
@@ -37,14 +36,9 @@ fn scenario(command: &str, extra: &str) -> String {
 
 /// Runs the binary on a scenario file: exit code, output, results.json.
 fn run_binary(file: &Path, store: &Path) -> (Option<i32>, String, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
-        .args(["scenario", file.to_str().unwrap(), "--quiet", "--store", store.to_str().unwrap()])
-        .env("CI", "true")
-        .output()
-        .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (code, text) = common::run_cli(file, store);
     let results = std::fs::read_to_string(store.join("latest/results.json")).unwrap_or_else(|e| panic!("no results.json ({e}): {text}"));
-    (out.status.code(), text, serde_json::from_str(&results).unwrap())
+    (code, text, serde_json::from_str(&results).unwrap())
 }
 
 const NOT_JSON: &str = r#"

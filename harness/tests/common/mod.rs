@@ -51,6 +51,16 @@ pub async fn run(scenario: &str, secs: u64) -> Run {
     Run { results: series.runs.into_iter().next().unwrap(), faults, history, dir, _store: store }
 }
 
+/// Runs the binary on a scenario file, quietly, into `store`: its exit code and all it printed.
+pub fn run_cli(file: &Path, store: &Path) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockchaos"))
+        .args(["scenario", file.to_str().unwrap(), "--quiet", "--store", store.to_str().unwrap()])
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
 /// Writes a scenario file into `dir` and returns its path.
 pub fn scenario_file(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(format!("{name}.toml"));
