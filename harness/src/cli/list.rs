@@ -1,5 +1,6 @@
-//! `lockchaos list`: the scenarios, with their expectations and descriptions; a broken file is
-//! listed as its one-line error.
+//! `lockchaos list`: the scenarios, with their expectations and descriptions; a scenario with
+//! `[[client.versions]]` as one line per version, as the matrix runs it; a broken file is listed
+//! as its one-line error.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,7 +13,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let entries = harness::scenario_catalog::list(args.dir.as_deref())?;
+    let mut entries = vec![];
+    for entry in harness::scenario_catalog::list(args.dir.as_deref())? {
+        match entry.map(harness::scenario::versions::expand) {
+            Ok(Ok(versions)) => entries.extend(versions.into_iter().map(Ok)),
+            Ok(Err(e)) => entries.push(Err(e)),
+            Err(e) => entries.push(Err(e.into())),
+        }
+    }
     let width = entries.iter().filter_map(|e| e.as_ref().ok()).map(|s| s.name.as_str().len()).max().unwrap_or(0);
     for entry in entries {
         match entry {

@@ -22,6 +22,13 @@ pub fn resolve(name_or_path: &str) -> anyhow::Result<LoadedScenario> {
     }
     let file = default_dir().join(format!("{name_or_path}.toml"));
     if !file.exists() {
+        // One version of a scenario with `[[client.versions]]`: `NAME.redis-8.2.0`.
+        let versions = list(None)?.into_iter().filter_map(Result::ok).filter(|s| !s.scenario.client.versions.is_empty());
+        for loaded in versions {
+            if let Some(found) = scenario::versions::expand(loaded)?.into_iter().find(|v| v.name.as_str() == name_or_path) {
+                return Ok(found);
+            }
+        }
         let known: Vec<String> = list(None)?.into_iter().filter_map(|s| s.ok().map(|s| s.name.to_string())).collect();
         bail!("no scenario named `{name_or_path}` in {} (known: {})", default_dir().display(), known.join(", "));
     }
