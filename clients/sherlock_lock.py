@@ -1,4 +1,4 @@
-"""sherlock's Redis lock, sherlock.RedisLock (sherlock 0.4.0 from PyPI, vendored: see below), as
+"""sherlock's Redis lock, sherlock.RedisLock (sherlock 0.4.0 from PyPI: see below), as
 an application gets it from RedisLock(name, client=redis_client, expire=ttl_s, timeout=...,
 retry_interval=...): a Lua script runs SETNX key uuid4 and then EXPIRE key ttl_s; a blocking
 acquire tries it again every retry_interval until `timeout` seconds of sleeping have passed.
@@ -17,32 +17,17 @@ Backend: redis-single. Reads config.host, config.port; lock.ttl_ms (EXPIRE takes
 rounded up), lock.retry_ms.
 Capabilities: renew (RedisLock.renew()).
 
-sherlock is not in Debian: it is installed from PyPI, pure Python and with no dependencies of
-its own here (its `redis` extra wants redis>=4.3.4,<5: the node image's python3-redis 4.3.4), by
-clients/install_vendor.sh into clients/vendor/sherlock-0.4.0 (ignored by git), which this
-program puts on sys.path. Without it, init fails with one line saying how to install it.
+sherlock is not in Debian: its scenarios install it from PyPI into their client environment
+(`python = ["sherlock==0.4.0", "redis==4.3.4"]`: its `redis` extra wants redis>=4.3.4,<5, pinned
+to the node image's version), and the program imports it as any other package.
 """
-import os
-import sys
 import time
 
 import redis
+import sherlock
 
 import redis_io
 from protocol_io import Fail, Info, log, ms_since, serve, ttl_seconds
-
-VENDOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor", "sherlock-0.4.0")
-INSTALL = "python3 -m pip install --no-deps --target clients/vendor/sherlock-0.4.0 sherlock==0.4.0"
-
-
-def load_sherlock():
-    if not os.path.isfile(os.path.join(VENDOR, "sherlock", "lock.py")):
-        raise Fail(f"sherlock 0.4.0 is not installed in clients/vendor/sherlock-0.4.0: run `{INSTALL}` "
-                   "(or clients/install_vendor.sh) in the project's root")
-    sys.path.insert(0, VENDOR)
-    import sherlock
-
-    return sherlock
 
 
 class Client:
@@ -115,7 +100,7 @@ class Client:
 
 
 def init(req):
-    c = Client(req, load_sherlock())
+    c = Client(req, sherlock)
     log(f"sherlock_lock: {req['client']} -> {req['config'].get('host')}:{req['config'].get('port')}, "
         f"expire {c.expire_s}s, sherlock from {VENDOR}")
     return ["renew"], {"acquire": c.acquire, "release": c.release, "renew": c.renew}

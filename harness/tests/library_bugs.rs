@@ -2,7 +2,7 @@
 //! node image, a real Redis) with a short time limit: redis-py 4.3.4's `Lock` with no expiry
 //! stays taken for good after a release that a partition made fail, where the same lock with a
 //! timeout is free again at its TTL; sherlock 0.4.0's renew frees the lock it renews. The
-//! sherlock test installs the vendored library first (clients/install_vendor.sh, from PyPI).
+//! sherlock scenario's client environment installs it from PyPI (client_env), built once.
 
 mod common;
 
@@ -66,8 +66,6 @@ async fn redis_py_lock_with_a_timeout_is_free_again_at_its_ttl_after_the_same_cu
 
 #[tokio::test]
 async fn sherlock_renew_frees_the_lock_it_renews() {
-    let install = std::process::Command::new("bash").arg(root().join("clients/install_vendor.sh")).output().unwrap();
-    assert!(install.status.success(), "clients/install_vendor.sh: {}", String::from_utf8_lossy(&install.stderr));
     let run = common::run(&scenario("sherlock-renew"), 5).await;
     matched(&run);
     assert_eq!(run.results.outcome, Outcome::Violation);
