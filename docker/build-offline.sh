@@ -44,7 +44,9 @@ start=$(date +%s)
 # Recommends are off by default in mmdebstrap (as --no-install-recommends in the Dockerfile);
 # apt lists and caches are removed by its default cleanup step. Left out to keep the image
 # small: docs, man pages, translations, and LLVM/z3 (~160 MB), which postgresql-15 depends on
-# only for JIT; without llvmjit.so PostgreSQL silently runs with JIT unavailable.
+# only for JIT; without llvmjit.so PostgreSQL silently runs with JIT unavailable. With man pages
+# left out, /usr/share/man/man1 must still exist: OpenJDK's postinst (ZooKeeper's JRE) links
+# java.1.gz there through update-alternatives and fails without the directory.
 # docker import accepts a truncated stream, so judge each side by PIPESTATUS.
 set +e
 # shellcheck disable=SC2016  # $1 in hooks is expanded by mmdebstrap (the rootfs path)
@@ -56,6 +58,7 @@ mmdebstrap --variant=minbase --include="$packages" \
   --dpkgopt='path-exclude=/usr/lib/*/libLLVM-*' --dpkgopt='path-exclude=/usr/lib/*/libz3.so.*' \
   --dpkgopt='path-exclude=/usr/lib/postgresql/*/lib/llvmjit*' \
   --dpkgopt='path-exclude=/usr/lib/postgresql/*/lib/bitcode/*' \
+  --essential-hook='mkdir -p "$1/usr/share/man/man1"' \
   --customize-hook='mkdir -p "$1/opt/lockchaos/jemalloc-stub"' \
   --customize-hook="upload $work/libjemalloc.so.2 /opt/lockchaos/jemalloc-stub/libjemalloc.so.2" \
   --customize-hook='chmod 0644 "$1/opt/lockchaos/jemalloc-stub/libjemalloc.so.2"' \
