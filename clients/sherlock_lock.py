@@ -102,7 +102,7 @@ class Client:
 def init(req):
     c = Client(req, sherlock)
     log(f"sherlock_lock: {req['client']} -> {req['config'].get('host')}:{req['config'].get('port')}, "
-        f"expire {c.expire_s}s, sherlock from {VENDOR}")
+        f"expire {c.expire_s}s, sherlock from {sherlock.__file__}")
     return ["renew"], {"acquire": c.acquire, "release": c.release, "renew": c.renew}
 
 
