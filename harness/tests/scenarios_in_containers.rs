@@ -67,6 +67,18 @@ fn lost_updates(r: &Value) -> Result<(), String> {
     ok_if(r["outcome"] == "violation" && rs(r)["lost_updates"].as_u64() > Some(0), format!("expected lost updates: {}", rs(r)))
 }
 
+/// A killed holder's scenario: safe, matched, and its `freed_after_ms` claim measured and met.
+fn claims_met(r: &Value) -> Result<(), String> {
+    let freed = &r["properties"]["availability"]["freed_after_kill"];
+    ok_if(
+        r["outcome"] == "safe"
+            && r["matches_expectation"] == true
+            && freed.as_array().is_some_and(|f| !f.is_empty())
+            && r["claims"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["met"] == true)),
+        format!("expected a measured, claimed freed_after_ms: {freed} {}", r["claims"]),
+    )
+}
+
 /// The workloads that name their operations: exactly once held (`violated`: did not), with
 /// no warnings.
 fn exactly_once(r: &Value, violated: bool) -> Result<(), String> {
@@ -123,22 +135,7 @@ const CASES: &[Case] = &[
     Case { scenario: "redis-single-restart-no-persistence", secs: 10, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
     // A killed holder: Postgres frees its session lock as soon as the server sees the connection
     // end; the scenario's claim (freed_after_ms in 0..500) must hold for the run to match.
-    Case {
-        scenario: "postgres-session-holder-killed",
-        secs: 10,
-        disturb: Disturb::Nothing,
-        exit: 0,
-        check: |r| {
-            let freed = &r["properties"]["availability"]["freed_after_kill"];
-            ok_if(
-                r["outcome"] == "safe"
-                    && r["matches_expectation"] == true
-                    && freed.as_array().is_some_and(|f| !f.is_empty())
-                    && r["claims"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["met"] == true)),
-                format!("expected a measured, claimed freed_after_ms: {freed} {}", r["claims"]),
-            )
-        },
-    },
+    Case { scenario: "postgres-session-holder-killed", secs: 10, disturb: Disturb::Nothing, exit: 0, check: claims_met },
     // Clients pinned to one member each; the holder's member is isolated from the other two.
     Case { scenario: "etcd-minority-partition-unfenced", secs: 14, disturb: Disturb::Nothing, exit: 0, check: lost_updates },
     // Every member killed at once and restarted from its data: the lock key survives.
@@ -289,6 +286,29 @@ const CASES: &[Case] = &[
         },
     },
     Case { scenario: "postgres-session-external-resource-kill", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates_cleanly },
+    // ZooKeeper: a holder frozen past its session timeout loses its znode to the expiry, and
+    // the woken holder's write is lost; cut off, its write carries the older czxid and is rejected.
+    Case { scenario: "zookeeper-pause", secs: 12, disturb: Disturb::Nothing, exit: 0, check: lost_updates_cleanly },
+    Case { scenario: "zookeeper-partition-fenced", secs: 14, disturb: Disturb::Nothing, exit: 0, check: stale_write_rejected },
+    // A killed holder's session outlives its connection until the session timeout: the claim
+    // (freed_after_ms) must hold for the run to match.
+    Case { scenario: "zookeeper-holder-killed", secs: 10, disturb: Disturb::Nothing, exit: 0, check: claims_met },
+    // The leader's server killed in a holder's section: a new leader, the znodes kept.
+    Case {
+        scenario: "zookeeper-leader-failover",
+        secs: 10,
+        disturb: Disturb::Nothing,
+        exit: 0,
+        check: |r| {
+            ok_if(
+                r["outcome"] == "safe"
+                    && rs(r)["accepted_writes"].as_u64() > Some(2)
+                    && no_warnings(r)
+                    && r["not_applied"].as_array().is_some_and(|n| n.is_empty()),
+                format!("expected safe with the leader killed: {} {} {}", rs(r), r["warnings"], r["not_applied"]),
+            )
+        },
+    },
     // A client killed from outside, with no fault of the run on it: the run no longer tests
     // what it says, so it cannot vouch for safety (unknown, exit 2), and says who died.
     Case {
@@ -370,6 +390,8 @@ fn run_case(case: &Case, root: &Path, store: PathBuf) -> Result<String, String> 
     let backend = r["backend"].as_str().unwrap_or_default();
     let server_log = if backend.starts_with("etcd") {
         "logs/n1-etcd.log"
+    } else if backend == "zookeeper" {
+        "logs/n1-zookeeper.log"
     } else if backend.starts_with("postgres") {
         "logs/n1-postgres.log"
     } else {

@@ -28,16 +28,20 @@ pub enum LockSystem {
     EtcdFenced,
     PostgresSession,
     PostgresXact,
+    Zookeeper,
+    ZookeeperFenced,
 }
 
 impl LockSystem {
-    pub const ALL: [LockSystem; 6] = [
+    pub const ALL: [LockSystem; 8] = [
         LockSystem::SingleRedis,
         LockSystem::Redlock,
         LockSystem::Etcd,
         LockSystem::EtcdFenced,
         LockSystem::PostgresSession,
         LockSystem::PostgresXact,
+        LockSystem::Zookeeper,
+        LockSystem::ZookeeperFenced,
     ];
 
     pub fn title(self) -> &'static str {
@@ -48,6 +52,8 @@ impl LockSystem {
             LockSystem::EtcdFenced => "etcd lease + fencing token",
             LockSystem::PostgresSession => "Postgres advisory lock (session)",
             LockSystem::PostgresXact => "Postgres advisory lock (transaction)",
+            LockSystem::Zookeeper => "ZooKeeper ephemeral sequential znode",
+            LockSystem::ZookeeperFenced => "ZooKeeper znode + fencing token (czxid)",
         }
     }
 }
@@ -141,6 +147,20 @@ pub fn article(system: LockSystem, column: TableColumn) -> ArticleCell {
         (S::PostgresXact, C::HolderDies) => claim("freed when the server sees the session end"),
         (S::PostgresXact, C::Partition) => claim("the cut-off holder's transaction aborts with its connection: its write never commits"),
         (S::PostgresXact, C::FailoverRestart) => claim("a synchronous standby keeps every committed write"),
+        // ZooKeeper is not in the article: its row is the issue's, with the session timeout
+        // in the part of the TTL.
+        (S::Zookeeper, C::Fencing) => claim("the lock znode's czxid is an increasing token, if the resource checks it"),
+        (S::Zookeeper, C::Timing) => {
+            claim("a holder paused past its session timeout loses the lock without knowing: unsafe without fencing")
+        }
+        (S::Zookeeper, C::HolderDies) => claim("freed when the session expires, a session timeout after the holder last reached a server"),
+        (S::Zookeeper, C::Partition) => claim("a cut-off holder's session expires while it works: unsafe without fencing"),
+        (S::Zookeeper, C::FailoverRestart) => claim("Zab keeps the lock znodes and the sessions through the leader's loss"),
+        (S::ZookeeperFenced, C::Fencing) => claim("the resource rejects writes with a stale czxid"),
+        (S::ZookeeperFenced, C::Timing) => claim("a paused holder's late write is rejected"),
+        (S::ZookeeperFenced, C::HolderDies) => claim("freed when the session expires"),
+        (S::ZookeeperFenced, C::Partition) => claim("the cut-off holder's write is rejected"),
+        (S::ZookeeperFenced, C::FailoverRestart) => claim("Zab keeps the lock znodes and the sessions through the leader's loss"),
     }
 }
 
@@ -222,7 +242,7 @@ fn cell(system: LockSystem, column: TableColumn, runs: &[&MatrixRun<'_>]) -> Tab
     let non_increasing_grants = sum(&|r| r.properties.fencing.non_increasing_grants);
     // Tokens must increase with every grant; only a resource that checks them must also refuse
     // a write out of token order (an unfenced one takes it: that is what the row shows).
-    let fences = system == LockSystem::EtcdFenced;
+    let fences = matches!(system, LockSystem::EtcdFenced | LockSystem::ZookeeperFenced);
     let cannot_run_here = article.cannot_run.map(String::from);
     let agrees = match column {
         _ if runs.is_empty() || cannot_run_here.is_some() => None,

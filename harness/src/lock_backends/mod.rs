@@ -12,6 +12,7 @@ pub mod redis_sentinel;
 pub mod redis_server;
 pub mod redis_single;
 pub mod redlock;
+pub mod zookeeper;
 
 use crate::containers::Cluster;
 pub use params::{BackendKind, LockParams, Persistence, PostgresSettings, ServerOptions, ServerParams};
@@ -45,6 +46,10 @@ pub enum ClientConfig {
     PostgresXact {
         addr: String,
     },
+    /// The ensemble's servers, `IP:2181`.
+    Zookeeper {
+        servers: Vec<String>,
+    },
 }
 
 impl ClientConfig {
@@ -56,6 +61,10 @@ impl ClientConfig {
             ClientConfig::Etcd { endpoints } if !endpoints.is_empty() => {
                 let i = (k as usize).saturating_sub(1) % endpoints.len();
                 Some((ClientConfig::Etcd { endpoints: vec![endpoints[i].clone()] }, i + 1))
+            }
+            ClientConfig::Zookeeper { servers } if !servers.is_empty() => {
+                let i = (k as usize).saturating_sub(1) % servers.len();
+                Some((ClientConfig::Zookeeper { servers: vec![servers[i].clone()] }, i + 1))
             }
             _ => None,
         }
@@ -82,6 +91,9 @@ impl ClientConfig {
                 json!({"sentinels": all(sentinels), "master_name": redis_sentinel::MASTER_NAME})
             }
             ClientConfig::Etcd { endpoints } => json!({"endpoints": all(endpoints)}),
+            // `connect` is the connection string every ZooKeeper client takes (kazoo's hosts,
+            // Curator's connectString).
+            ClientConfig::Zookeeper { servers } => json!({"hosts": all(servers), "connect": servers.join(",")}),
             ClientConfig::PostgresSession { addr } | ClientConfig::PostgresXact { addr } => {
                 let addrs: Vec<String> = addr.split(',').map(str::to_string).collect();
                 let (hosts, ports): (Vec<String>, Vec<String>) = addrs.iter().map(|a| split(a)).map(|(h, p)| (h, p.to_string())).unzip();
@@ -224,7 +236,7 @@ pub trait BackendSetup: Send + Sync {
     }
     /// Each client can talk to one member only (`lock.one_member_each`).
     fn one_member_each(&self) -> Result<(), Unsupported> {
-        Err("its clients need every node, or reach the servers through one address anyway (only etcd's take one member each)")
+        Err("its clients need every node, or reach the servers through one address anyway (only etcd's and ZooKeeper's take one member each)")
     }
     /// The lock client can skip reading its key after waiting (`lock.check_key_after_wait =
     /// false`): it waits in a queue of keys, as etcd's Mutex does.
@@ -290,6 +302,7 @@ pub fn setup_for(kind: BackendKind, options: ServerOptions) -> Box<dyn BackendSe
         BackendKind::Redlock => Box::new(redis_server::IndependentServers { nodes: redlock::NODES, options: redis }),
         BackendKind::RedisSentinel => Box::new(redis_sentinel::Setup { options: redis }),
         BackendKind::Etcd => Box::new(etcd::Setup),
+        BackendKind::Zookeeper => Box::new(zookeeper::Setup),
         BackendKind::PostgresSession => postgres_setup(Variant::Session),
         BackendKind::PostgresSessionPooler => postgres_setup(Variant::SessionPooler),
         BackendKind::PostgresXact => postgres_setup(Variant::Xact),
@@ -303,6 +316,7 @@ pub async fn connect_client(config: &ClientConfig, lock: &LockParams, op_timeout
         ClientConfig::Redlock { addrs } => Ok(Box::new(redlock::Client::new(addrs, lock.clone()))),
         ClientConfig::RedisSentinel { sentinels } => Ok(Box::new(redis_sentinel::Client::new(sentinels, lock.clone(), op_timeout))),
         ClientConfig::Etcd { endpoints } => Ok(Box::new(etcd::Client::new(endpoints, lock.clone(), op_timeout))),
+        ClientConfig::Zookeeper { servers } => Ok(Box::new(zookeeper::Client::new(servers, lock.clone(), op_timeout))),
         ClientConfig::PostgresSession { addr } => Ok(Box::new(postgres::session::Client::connect(addr, lock.clone(), op_timeout).await?)),
         ClientConfig::PostgresXact { addr } => Ok(Box::new(postgres::xact::Client::connect(addr, lock.clone(), op_timeout).await?)),
     }
@@ -328,5 +342,13 @@ mod tests {
         );
         let sentinel = ClientConfig::RedisSentinel { sentinels: vec!["10.0.0.2:26379".into()] }.program_config();
         assert_eq!(sentinel["master_name"], "lockchaos");
+        let zookeeper = ClientConfig::Zookeeper { servers: vec!["10.0.0.2:2181".into(), "10.0.0.3:2181".into()] };
+        assert_eq!(
+            zookeeper.program_config(),
+            json!({"hosts": [{"host": "10.0.0.2", "port": 2181}, {"host": "10.0.0.3", "port": 2181}], "connect": "10.0.0.2:2181,10.0.0.3:2181"})
+        );
+        // One server each, as etcd's members: client-2 talks to the second.
+        let (one, node) = zookeeper.one_member(2).unwrap();
+        assert_eq!((one.program_config()["connect"].clone(), node), (json!("10.0.0.3:2181"), 2));
     }
 }

@@ -15,6 +15,9 @@ pub enum BackendKind {
     RedisSentinel,
     /// A 3-member etcd cluster: lease + lock key, token = the key's create_revision.
     Etcd,
+    /// A 3-server ZooKeeper ensemble: an ephemeral sequential znode per contender, each waiting
+    /// on the one ahead; token = the lock znode's czxid; the session timeout is the TTL.
+    Zookeeper,
     /// One Postgres server: session-level advisory lock on a direct connection.
     PostgresSession,
     /// The same session-level lock through PgBouncer in transaction pooling mode.
@@ -55,7 +58,7 @@ pub struct LockParams {
     /// recorded; the client carries on unless `workload.honour_session_loss` (Redis backends).
     #[serde(default)]
     pub renew_ms: u64,
-    /// Each client talks to one member only (etcd): client-K to member n((K-1) mod N + 1), its
+    /// Each client talks to one member only (etcd, ZooKeeper): client-K to member n((K-1) mod N + 1), its
     /// only endpoint, as Jepsen's etcd tests do; no failover to another member. Targets
     /// `holder-member` then name the member the holder talks to.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -26,6 +26,8 @@ fn system(s: &Scenario) -> LockSystem {
         BackendKind::Redlock => LockSystem::Redlock,
         BackendKind::Etcd if s.resource.mode == ResourceMode::Fenced => LockSystem::EtcdFenced,
         BackendKind::Etcd => LockSystem::Etcd,
+        BackendKind::Zookeeper if s.resource.mode == ResourceMode::Fenced => LockSystem::ZookeeperFenced,
+        BackendKind::Zookeeper => LockSystem::Zookeeper,
         BackendKind::PostgresSession | BackendKind::PostgresSessionPooler => LockSystem::PostgresSession,
         BackendKind::PostgresXact | BackendKind::PostgresXactPooler | BackendKind::PostgresXactReplicated => LockSystem::PostgresXact,
     }
@@ -96,6 +98,15 @@ mod tests {
             ("postgres-session-external-resource-kill", Some((S::PostgresSession, C::FailoverRestart))),
             ("postgres-xact-partition", Some((S::PostgresXact, C::Partition))),
             ("postgres-failover", Some((S::PostgresXact, C::FailoverRestart))),
+            ("zookeeper-baseline", None),
+            ("zookeeper-pause", Some((S::Zookeeper, C::Timing))),
+            ("zookeeper-pause-fenced", Some((S::ZookeeperFenced, C::Timing))),
+            ("zookeeper-holder-killed", Some((S::ZookeeperFenced, C::HolderDies))),
+            ("zookeeper-holder-killed-unfenced", Some((S::Zookeeper, C::HolderDies))),
+            ("zookeeper-partition", Some((S::Zookeeper, C::Partition))),
+            ("zookeeper-partition-fenced", Some((S::ZookeeperFenced, C::Partition))),
+            ("zookeeper-leader-failover", Some((S::ZookeeperFenced, C::FailoverRestart))),
+            ("zookeeper-leader-failover-unfenced", Some((S::Zookeeper, C::FailoverRestart))),
         ];
         for (name, want) in cases {
             let got = places.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no scenario {name}")).1;

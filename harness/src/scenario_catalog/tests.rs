@@ -29,8 +29,8 @@ const BAD: &[(&str, &str, &str)] = &[
     ),
     (
         "unknown backend",
-        "description = \"d\"\nexpect = \"safe\"\nbackend = \"zookeeper\"\n",
-        "f.toml:3: field 'backend': unknown variant `zookeeper`, expected one of `redis-single`, `redlock`, `redis-sentinel`, `etcd`",
+        "description = \"d\"\nexpect = \"safe\"\nbackend = \"consul\"\n",
+        "f.toml:3: field 'backend': unknown variant `consul`, expected one of `redis-single`, `redlock`, `redis-sentinel`, `etcd`",
     ),
     (
         "a waiter fired by another trigger",
@@ -215,7 +215,7 @@ const BAD: &[(&str, &str, &str)] = &[
     (
         "one member each on a backend whose clients need every node",
         "description = \"d\"\nexpect = \"safe\"\nbackend = \"redlock\"\n[lock]\none_member_each = true\n",
-        "f.toml:5: field 'lock.one_member_each': redlock cannot: its clients need every node, or reach the servers through one address anyway (only etcd's take one member each)",
+        "f.toml:5: field 'lock.one_member_each': redlock cannot: its clients need every node, or reach the servers through one address anyway (only etcd's and ZooKeeper's take one member each)",
     ),
     (
         "skipping the key check on a backend whose client does not queue",
