@@ -55,17 +55,18 @@ pub fn serving_mode(srvr: &str) -> Option<&str> {
 
 /// A four-letter word sent to the server in this node; prints the answer. python3 is in the
 /// node image; the JVM's own client would take seconds to start.
-const FOUR_LETTER_WORD: &str = "import socket, sys\n\
-s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2)\n\
-s.settimeout(2)\n\
-s.sendall(sys.argv[2].encode())\n\
-out = b''\n\
-while True:\n\
-    chunk = s.recv(4096)\n\
-    if not chunk:\n\
-        break\n\
-    out += chunk\n\
-sys.stdout.write(out.decode(errors='replace'))\n";
+const FOUR_LETTER_WORD: &str = r"import socket, sys
+s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2)
+s.settimeout(2)
+s.sendall(sys.argv[2].encode())
+out = b''
+while True:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    out += chunk
+sys.stdout.write(out.decode(errors='replace'))
+";
 
 async fn four_letter_word(cluster: &Cluster, node: &str, word: &str) -> anyhow::Result<(i64, String)> {
     cluster.exec(node, &["python3", "-c", FOUR_LETTER_WORD, &PORT.to_string(), word]).await
@@ -167,6 +168,17 @@ mod tests {
         assert!(cfg.contains("minSessionTimeout=1000\n") && cfg.contains("tickTime=500\n"));
         // Written into the node inside single quotes.
         assert!(!cfg.contains('\''));
+    }
+
+    /// The program is Python as python3 reads it (a Rust string's line continuations would eat
+    /// its indentation).
+    #[test]
+    fn the_four_letter_word_program_is_valid_python() {
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import sys; compile(sys.argv[1], 'srvr', 'exec')", FOUR_LETTER_WORD])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 
     #[test]
