@@ -73,11 +73,24 @@ fn steps(spec: &EnvSpec, stage: Stage) -> Vec<Step> {
         steps.push(Step { name: "finish", cmd: strings(&["sh", "-c", &finish]), dir: "/", env: vec![] });
         return steps;
     }
+    if !spec.debian.is_empty() {
+        // The node image leaves LLVM and z3 out of its packages (PostgreSQL's JIT is all that
+        // uses them there), and its dpkg keeps leaving them out; a toolchain links them
+        // (rustc does): here they come back, the packages already installed without them too.
+        let restore = "sed -i -e '/libLLVM/d' -e '/libz3/d' /etc/dpkg/dpkg.cfg.d/*";
+        steps.push(Step { name: "dpkg excludes", cmd: strings(&["sh", "-c", restore]), dir: "/", env: vec![] });
+    }
     if !packages.is_empty() {
         steps.push(Step { name: "apt-get update", cmd: strings(&["apt-get", "update"]), dir: "/", env: vec![] });
         let mut install = strings(&["apt-get", "install", "-y", "--no-install-recommends"]);
         install.extend(packages);
         steps.push(Step { name: "apt-get install", cmd: install, dir: "/", env: vec!["DEBIAN_FRONTEND=noninteractive".into()] });
+        if !spec.debian.is_empty() {
+            let reinstall = "pkgs=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' 'libz3-*' 'libllvm*' | awk '/^ii/ {print $2}'); \
+                             [ -z \"$pkgs\" ] || apt-get install -y --reinstall $pkgs";
+            let env = vec!["DEBIAN_FRONTEND=noninteractive".into()];
+            steps.push(Step { name: "apt-get reinstall LLVM", cmd: strings(&["sh", "-c", reinstall]), dir: "/", env });
+        }
     }
     if wants_pip {
         let mut pip = strings(&[
@@ -325,6 +338,10 @@ mod tests {
         s.build = Some(vec!["true".into()]);
         let names: Vec<_> = steps(&s, Stage::Packages).iter().map(|s| s.name).collect();
         assert_eq!(names, ["apt-get update", "apt-get install", "pip install", "finish"]);
+        s.debian = vec!["cargo-web".into()];
+        let names: Vec<_> = steps(&s, Stage::Packages).iter().map(|s| s.name).collect();
+        assert_eq!(names, ["dpkg excludes", "apt-get update", "apt-get install", "apt-get reinstall LLVM", "pip install", "finish"]);
+        s.debian = vec![];
         let names: Vec<_> = steps(&s, Stage::Build).iter().map(|s| s.name).collect();
         assert_eq!(names, ["build", "finish"]);
         let install = &steps(&s, Stage::Packages)[1].cmd;
