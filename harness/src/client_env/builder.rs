@@ -53,6 +53,12 @@ struct Step {
     env: Vec<String>,
 }
 
+/// What a stage runs, every step's command in order: part of the stage's name, so a change to
+/// how lockchaos builds (not only to what the scenario asks for) builds it again.
+pub fn recipe(spec: &EnvSpec, stage: Stage) -> Vec<String> {
+    steps(spec, stage).into_iter().map(|s| format!("{}\0{}\0{}\0{}", s.name, s.dir, s.env.join("\0"), s.cmd.join("\0"))).collect()
+}
+
 /// The steps of `stage`, in order.
 fn steps(spec: &EnvSpec, stage: Stage) -> Vec<Step> {
     let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();

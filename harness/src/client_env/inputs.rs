@@ -26,7 +26,8 @@ struct Source {
 
 /// A stage's identity: hex SHA-256 over a versioned, field-separated encoding of its own inputs
 /// and `base`, the hash of what it builds on (the node image's inputs, or the stage before).
-pub fn hash(spec: &EnvSpec, stage: Stage, base: &str) -> anyhow::Result<String> {
+/// `recipe`: the commands the stage runs (builder::recipe).
+pub fn hash(spec: &EnvSpec, stage: Stage, base: &str, recipe: &[String]) -> anyhow::Result<String> {
     let mut h = Sha256::new();
     let mut field = |name: &str, items: &[&[u8]]| {
         h.update(name.as_bytes());
@@ -37,6 +38,7 @@ pub fn hash(spec: &EnvSpec, stage: Stage, base: &str) -> anyhow::Result<String> 
         }
     };
     field("lockchaos client environment v1", &[stage.name().as_bytes(), base.as_bytes()]);
+    field("recipe", &recipe.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
     match stage {
         Stage::Packages => {
             field("debian", &spec.debian.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
@@ -142,21 +144,22 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("clients/lock/__pycache__")).unwrap();
         std::fs::write(dir.path().join("clients/lock/main.go"), "package main").unwrap();
         let s = spec(dir.path());
-        let first = hash(&s, Stage::Build, "node-1").unwrap();
-        assert_eq!(first, hash(&s, Stage::Build, "node-1").unwrap(), "the same inputs, the same name");
+        let first = hash(&s, Stage::Build, "node-1", &[]).unwrap();
+        assert_eq!(first, hash(&s, Stage::Build, "node-1", &[]).unwrap(), "the same inputs, the same name");
         // A cache is no input.
         std::fs::write(dir.path().join("clients/lock/__pycache__/x.pyc"), "cache").unwrap();
-        assert_eq!(first, hash(&s, Stage::Build, "node-1").unwrap());
-        assert_ne!(first, hash(&s, Stage::Build, "node-2").unwrap(), "a new node image");
+        assert_eq!(first, hash(&s, Stage::Build, "node-1", &[]).unwrap());
+        assert_ne!(first, hash(&s, Stage::Build, "node-2", &[]).unwrap(), "a new node image");
+        assert_ne!(first, hash(&s, Stage::Build, "node-1", &["make".into()]).unwrap(), "a new way of building");
         let mut other = s.clone();
         other.debian.push("gcc".into());
-        assert_eq!(first, hash(&other, Stage::Build, "node-1").unwrap(), "the build stage's own inputs only");
-        assert_ne!(hash(&s, Stage::Packages, "node-1").unwrap(), hash(&other, Stage::Packages, "node-1").unwrap(), "a package more");
+        assert_eq!(first, hash(&other, Stage::Build, "node-1", &[]).unwrap(), "the build stage's own inputs only");
+        assert_ne!(hash(&s, Stage::Packages, "node-1", &[]).unwrap(), hash(&other, Stage::Packages, "node-1", &[]).unwrap(), "a package more");
         let mut other = s.clone();
         other.build = Some(vec!["go".into(), "vet".into()]);
-        assert_ne!(first, hash(&other, Stage::Build, "node-1").unwrap(), "another command");
+        assert_ne!(first, hash(&other, Stage::Build, "node-1", &[]).unwrap(), "another command");
         std::fs::write(dir.path().join("clients/lock/main.go"), "package main // edited").unwrap();
-        assert_ne!(first, hash(&s, Stage::Build, "node-1").unwrap(), "an edited source");
+        assert_ne!(first, hash(&s, Stage::Build, "node-1", &[]).unwrap(), "an edited source");
     }
 
     #[test]
@@ -167,7 +170,7 @@ mod tests {
         a.debian = vec!["ab".into(), "c".into()];
         let mut b = a.clone();
         b.debian = vec!["a".into(), "bc".into()];
-        assert_ne!(hash(&a, Stage::Packages, "n").unwrap(), hash(&b, Stage::Packages, "n").unwrap());
+        assert_ne!(hash(&a, Stage::Packages, "n", &[]).unwrap(), hash(&b, Stage::Packages, "n", &[]).unwrap());
     }
 
     #[test]

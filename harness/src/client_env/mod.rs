@@ -137,7 +137,7 @@ pub async fn ensure(docker: &Docker, spec: Option<EnvSpec>, scenario: &str, prog
     let mut built = vec![];
     let mut last = None;
     for stage in spec.stages() {
-        let hash = inputs::hash(&spec, stage, &base.1)
+        let hash = inputs::hash(&spec, stage, &base.1, &builder::recipe(&spec, stage))
             .with_context(|| format!("scenario {scenario}: the client environment's {} stage", stage.name()))?;
         let image = EnvImage::of_hash(hash);
         let job = builder::StageBuild { spec: &spec, stage, base: &base.0, image: &image, scenario };
