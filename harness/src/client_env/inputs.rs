@@ -154,7 +154,11 @@ mod tests {
         let mut other = s.clone();
         other.debian.push("gcc".into());
         assert_eq!(first, hash(&other, Stage::Build, "node-1", &[]).unwrap(), "the build stage's own inputs only");
-        assert_ne!(hash(&s, Stage::Packages, "node-1", &[]).unwrap(), hash(&other, Stage::Packages, "node-1", &[]).unwrap(), "a package more");
+        assert_ne!(
+            hash(&s, Stage::Packages, "node-1", &[]).unwrap(),
+            hash(&other, Stage::Packages, "node-1", &[]).unwrap(),
+            "a package more"
+        );
         let mut other = s.clone();
         other.build = Some(vec!["go".into(), "vet".into()]);
         assert_ne!(first, hash(&other, Stage::Build, "node-1", &[]).unwrap(), "another command");
