@@ -1,7 +1,7 @@
 //! Removing what runs leave: by label, so it works after a crash as well as at a normal end.
 
 use super::{NAME_LABEL, RUN_LABEL};
-use bollard::models::ContainerSummary;
+use bollard::models::{ContainerSummary, NetworkDisconnectRequest};
 use bollard::query_parameters::{ListContainersOptions, ListNetworksOptions, LogsOptions, RemoveContainerOptions};
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -34,8 +34,11 @@ const ENDPOINTS_RELEASED_WITHIN: std::time::Duration = std::time::Duration::from
 
 /// Removes a network; while it still has endpoints (seen in a matrix: "has active endpoints"
 /// right after its containers' removal returned, or a container another task was creating),
-/// removes the containers still attached, by force, and tries again.
-async fn remove_network(docker: &Docker, id: &str) -> Result<(), bollard::errors::Error> {
+/// removes the containers still attached, by force, and tries again. An endpoint whose
+/// container is gone already (inspect lists no container, yet the daemon refuses: a stale
+/// endpoint, seen once in 237 runs) is force-disconnected by the names of the run's containers,
+/// Docker's own way out short of a daemon restart.
+async fn remove_network(docker: &Docker, id: &str, container_names: &[String]) -> Result<(), bollard::errors::Error> {
     let deadline = tokio::time::Instant::now() + ENDPOINTS_RELEASED_WITHIN;
     loop {
         match docker.remove_network(id).await {
@@ -45,7 +48,20 @@ async fn remove_network(docker: &Docker, id: &str) -> Result<(), bollard::errors
                     let opts = RemoveContainerOptions { force: true, v: true, ..Default::default() };
                     let _ = docker.remove_container(container, Some(opts)).await;
                 }
+                if attached.is_empty() {
+                    for name in container_names {
+                        let request = NetworkDisconnectRequest { container: name.clone(), force: Some(true) };
+                        let _ = docker.disconnect_network(id, request).await;
+                    }
+                }
                 tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            Err(e) if e.to_string().contains("active endpoints") => {
+                return Err(bollard::errors::Error::IOError {
+                    err: std::io::Error::other(format!(
+                        "{e} (no container of it is left: the Docker daemon holds a stale endpoint, which a restart of the daemon releases)"
+                    )),
+                })
             }
             other => return other,
         }
@@ -67,6 +83,8 @@ pub async fn remove_labelled(docker: &Docker, run_id: Option<&str>, logs_dir: Op
     let mut errors = vec![];
     let containers =
         docker.list_containers(Some(ListContainersOptions { all: true, filters: Some(filters.clone()), ..Default::default() })).await?;
+    let container_names: Vec<String> =
+        containers.iter().flat_map(|c| c.names.iter().flatten()).map(|n| n.trim_start_matches('/').to_string()).collect();
     // Side by side: each removal is a kill and a delete of its own.
     let removals = containers.into_iter().map(|c| async move {
         if let Some(dir) = logs_dir {
@@ -87,7 +105,7 @@ pub async fn remove_labelled(docker: &Docker, run_id: Option<&str>, logs_dir: Op
     let networks = docker.list_networks(Some(ListNetworksOptions { filters: Some(filters) })).await?;
     for n in networks {
         let id = n.id.unwrap_or_default();
-        match remove_network(docker, &id).await {
+        match remove_network(docker, &id, &container_names).await {
             Ok(()) => removed.networks += 1,
             // Removed meanwhile by a concurrent teardown or clean.
             Err(e) if e.to_string().contains("not found") || e.to_string().contains("No such network") => {}
