@@ -155,3 +155,37 @@ fn ctrl_c_during_explore_ends_its_run_as_a_run_ends_and_keeps_the_findings() {
         assert!(run.unwrap().path().join("results.json").exists());
     }
 }
+
+/// `--client-env` with two versions: two campaigns, one after the other, with the same seed,
+/// each named by its pin and each run in its own version's environment (the client's log says
+/// which redis-py it imported).
+#[test]
+fn explore_with_two_client_versions_runs_one_campaign_per_version() {
+    let scratch = tempfile::Builder::new().prefix("explore-versions-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let store = scratch.path().join("store");
+    let scenario = root().join("scenarios/redis-py-lock-release-retried.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
+        .current_dir(root())
+        .arg("explore")
+        .arg(&scenario)
+        .args(["--client-env", "redis==4.3.4,redis==8.2.0", "--seed", "5", "--runs", "1", "--confirm", "0", "--shrink-runs", "0", "--store"])
+        .arg(&store)
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{text}");
+    for version in ["4.3.4", "8.2.0"] {
+        let name = format!("redis-py-lock-release-retried.redis-{version}");
+        assert!(text.lines().any(|l| l.starts_with(&format!("explore {name}: "))), "no campaign of {name}: {text}");
+        let runs: Vec<PathBuf> = std::fs::read_dir(store.join(format!("{name}-explore"))).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(runs.len(), 1, "one search run, nothing confirmed or shrunk: {runs:?}");
+        let log = std::fs::read_to_string(runs[0].join("logs/client-1.log")).unwrap();
+        assert!(log.contains(&format!("(redis-py {version})")), "{name}'s client imported another redis-py: {log}");
+    }
+    // Without a client program there is nothing to install a version for: one line, nothing run.
+    let out = explore(&base(scratch.path()), &store, &["--client-env", "redis==8.2.0", "--runs", "1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("has no client program"), "{text}");
+}

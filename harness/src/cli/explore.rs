@@ -78,6 +78,11 @@ struct SearchArgs {
     /// Only the final line (and warnings).
     #[arg(long)]
     quiet: bool,
+    /// One campaign per version of the client's library, one after another, with the same seed
+    /// (so the same schedules are drawn for each): `--client-env redis==4.3.4,redis==8.2.0`.
+    /// Each is named by its pin (`redis-py-lock-pause.redis-8.2.0`), as the matrix's rows are.
+    #[arg(long, value_name = "PROJECT==VERSION,...")]
+    client_env: Option<String>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -99,6 +104,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let a = args.search.expect("clap requires a scenario or merge");
     let base = scenario_catalog::resolve(a.scenario.as_deref().expect("clap requires it"))?;
+    let bases = match &a.client_env {
+        Some(list) => {
+            let pins = harness::scenario::versions::parse_list(list)?;
+            pins.iter().map(|pin| harness::scenario::versions::apply(&base, pin, None)).collect::<anyhow::Result<Vec<_>>>()?
+        }
+        None => vec![base],
+    };
     let slice = match &a.shard {
         Some(text) => parse_shard(text)?,
         None => Slice::WHOLE,
@@ -122,8 +134,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         shrink: ShrinkOptions { k, n, max_runs: a.shrink_runs },
         max_findings: a.max_findings,
     };
-    let events = EventSink::new(vec![explore_progress::for_stderr(a.quiet), Box::new(StoreIndex)]);
-    let runner = SeriesRunner { opts: RunOptions { store: a.store, ..Default::default() }, events: events.clone() };
+    let mut exit = 0;
+    for base in bases {
+        exit = exit.max(campaign(base, opts.clone(), seed, a.quiet).await?);
+    }
+    Ok(ExitCode::from(exit))
+}
+
+/// One campaign on one base scenario: its progress, its findings and its final line; its exit
+/// code.
+async fn campaign(base: harness::scenario::LoadedScenario, opts: ExploreOptions, seed: u64, quiet: bool) -> anyhow::Result<u8> {
+    let events = EventSink::new(vec![explore_progress::for_stderr(quiet), Box::new(StoreIndex)]);
+    let runner = SeriesRunner { opts: RunOptions { store: opts.store.clone(), ..Default::default() }, events: events.clone() };
     let campaign = explore::explore(base, opts, &runner, &events).await;
     events.finish()?;
     let campaign = campaign?;
@@ -146,7 +168,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         campaign.results.found.len(),
         campaign.dir.join("explore.html").display()
     );
-    Ok(ExitCode::from(campaign.exit_code()))
+    Ok(campaign.exit_code())
 }
 
 /// `K/N` with 1 <= K <= N.
