@@ -168,7 +168,7 @@ impl Client {
             .call(self.op_timeout, |mut c| async move { c.lease_grant(want_ttl, None).await })
             .await
             .map_err(|e| LockError::Refused(format!("lease grant failed: {e}")))?;
-        if granted.id() == 0 || granted.ttl() <= 0 {
+        if granted.id() == 0 || granted.ttl() <= 0 || !granted.error().is_empty() {
             return Err(LockError::Refused(format!("lease grant answered without a lease: {granted:?}")));
         }
         let (lease, ttl) = (granted.id(), Duration::from_secs(granted.ttl() as u64));
