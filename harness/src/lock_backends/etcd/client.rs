@@ -1,10 +1,11 @@
 //! The etcd lock client: what Go's `concurrency.Session` and `concurrency.Mutex` (etcd
-//! clientv3/concurrency) do, over the JSON gateway (gateway.rs), answers typed (messages.rs).
+//! clientv3/concurrency) do, over etcd's gRPC API with the etcd-client crate (members.rs: one
+//! connection per call, failover between the members).
 //!
 //! Session: one lease (TTL = lock.ttl_ms rounded up to whole seconds; etcd raises it to its
 //! minimum, 2 s with default election settings, and says so in the answer), granted by the first
-//! acquire and kept alive every TTL/3 over one long-lived keep-alive stream (a WebSocket, see
-//! gateway.rs) from a background task. The session outlives a lock: later acquires reuse it, and
+//! acquire and kept alive every TTL/3 over one long-lived, bidirectional gRPC keep-alive stream
+//! that requires a leader (keep_alive.rs) from a background task. The session outlives a lock: later acquires reuse it, and
 //! a new one is granted only once it is lost. It is lost when etcd answers a keep-alive with
 //! TTL 0 (the lease is gone) or when the lease's deadline passes without a confirmed renewal
 //! (as clientv3 closes the keep-alive channel, which ends Go's session): the deadline is the send
@@ -43,13 +44,12 @@
 //! Errors: a request that etcd answered with an error on the first member asked, or that no
 //! member would even take a connection for, was not applied (refused); one whose answer never
 //! came, or came only after another member may have applied it, may have been (unknown), as may
-//! one answered with something that is not etcd's answer.
+//! one answered without what etcd always sends (a txn's range results, a header's revision).
 
-use super::gateway::{b64, prefix_end, Gateway, GatewayError};
-use super::messages::{AnswerError, EventType, LeaseGrantResponse, LeaseRevokeResponse, RangeResponse, TxnResponse, WatchResponse};
+use super::members::{CallError, Members};
 use crate::lock_backends::LockParams;
 use crate::lock_backends::{Grant, LockClient, LockError};
-use serde_json::{json, Value};
+use etcd_client::{Compare, CompareOp, EventType, GetOptions, GetResponse, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -110,14 +110,14 @@ impl Drop for Session {
 }
 
 pub struct Client {
-    gateway: Gateway,
+    members: Members,
     lock: LockParams,
     op_timeout: Duration,
     session: Option<Session>,
 }
 
 /// Refused when etcd answered that it did not do it, else unknown.
-fn classify(what: &str, e: GatewayError) -> LockError {
+fn classify(what: &str, e: CallError) -> LockError {
     if e.definitely_not_applied() {
         LockError::Refused(format!("{what}: {e}"))
     } else {
@@ -125,29 +125,31 @@ fn classify(what: &str, e: GatewayError) -> LockError {
     }
 }
 
-fn malformed(what: &str, e: AnswerError) -> LockError {
-    LockError::Unknown(format!("{what}: {e}"))
-}
-
 /// A range over every key under `prefix`, one key: the first (or last) created, optionally
 /// only among those created at or before `max_create_revision`.
-fn range_by_create(prefix: &str, order: &str, max_create_revision: Option<i64>) -> Value {
-    let mut range = json!({
-        "key": b64(prefix.as_bytes()),
-        "range_end": b64(&prefix_end(prefix)),
-        "sort_order": order,
-        "sort_target": "CREATE",
-        "limit": "1",
-    });
-    if let Some(max) = max_create_revision {
-        range["max_create_revision"] = json!(max.to_string());
+fn range_by_create(order: SortOrder, max_create_revision: Option<i64>) -> GetOptions {
+    let range = GetOptions::new().with_prefix().with_sort(SortTarget::Create, order).with_limit(1);
+    match max_create_revision {
+        Some(max) => range.with_max_create_revision(max),
+        None => range,
     }
-    range
+}
+
+/// The range answer at `index` of a txn's answers.
+fn range_at(answers: &[TxnOpResponse], index: usize) -> Result<&GetResponse, LockError> {
+    match answers.get(index) {
+        Some(TxnOpResponse::Get(range)) => Ok(range),
+        other => Err(LockError::Unknown(format!("etcd's txn answer has no range result at {index}: {other:?}"))),
+    }
+}
+
+fn revision(header: Option<&etcd_client::ResponseHeader>) -> i64 {
+    header.map_or(0, |h| h.revision())
 }
 
 impl Client {
     pub fn new(endpoints: &[String], lock: LockParams, op_timeout: Duration) -> Self {
-        Client { gateway: Gateway::new(endpoints), lock, op_timeout, session: None }
+        Client { members: Members::new(endpoints), lock, op_timeout, session: None }
     }
 
     /// The current session, or a new one when there is none or it is lost.
@@ -159,21 +161,21 @@ impl Client {
         }
         // A lost session's lease is gone, or about to be: nothing left to revoke.
         self.session = None;
-        let want_ttl = self.lock.ttl_ms.div_ceil(1000).max(1);
+        let want_ttl = self.lock.ttl_ms.div_ceil(1000).max(1) as i64;
         let sent = Instant::now();
-        let granted: LeaseGrantResponse = self
-            .gateway
-            .call("/v3/lease/grant", &json!({"TTL": want_ttl.to_string()}), self.op_timeout)
+        let granted = self
+            .members
+            .call(self.op_timeout, |mut c| async move { c.lease_grant(want_ttl, None).await })
             .await
             .map_err(|e| LockError::Refused(format!("lease grant failed: {e}")))?;
-        if granted.id == 0 || granted.ttl <= 0 || !granted.error.is_empty() {
+        if granted.id() == 0 || granted.ttl() <= 0 || !granted.error().is_empty() {
             return Err(LockError::Refused(format!("lease grant answered without a lease: {granted:?}")));
         }
-        let ttl = Duration::from_secs(granted.ttl as u64);
+        let (lease, ttl) = (granted.id(), Duration::from_secs(granted.ttl() as u64));
         let state = Arc::new(SessionState::new(sent + ttl));
-        let keep_alive = tokio::spawn(keep_alive::keep_alive(self.gateway.clone(), granted.id, ttl, state.clone()));
-        self.session = Some(Session { lease: granted.id, state: state.clone(), keep_alive });
-        Ok((granted.id, state))
+        let keep_alive = tokio::spawn(keep_alive::keep_alive(self.members.clone(), lease, ttl, state.clone()));
+        self.session = Some(Session { lease, state: state.clone(), keep_alive });
+        Ok((lease, state))
     }
 
     /// Ends the session: stops renewing and, unless it is lost already, revokes the lease (best
@@ -182,9 +184,9 @@ impl Client {
         if let Some(session) = self.session.take() {
             session.keep_alive.abort();
             if !session.state.is_lost() {
-                let revoke = json!({"ID": session.lease.to_string()});
-                if let Err(e) = self.gateway.call::<LeaseRevokeResponse>("/v3/lease/revoke", &revoke, self.op_timeout).await {
-                    tracing::debug!(lease = session.lease, "revoking an abandoned lease: {e}");
+                let lease = session.lease;
+                if let Err(e) = self.members.call(self.op_timeout, |mut c| async move { c.lease_revoke(lease).await }).await {
+                    tracing::debug!(lease, "revoking an abandoned lease: {e}");
                 }
             }
         }
@@ -197,8 +199,7 @@ impl Client {
             self.session = None;
             return;
         }
-        let delete = json!({"key": b64(my_key.as_bytes())});
-        if let Err(e) = self.gateway.call::<Value>("/v3/kv/deleterange", &delete, self.op_timeout).await {
+        if let Err(e) = self.members.call(self.op_timeout, |mut c| async move { c.delete(my_key, None).await }).await {
             tracing::debug!("deleting our lock key after a failed acquire: {e}; abandoning the session");
             self.abandon().await;
         }
@@ -206,26 +207,29 @@ impl Client {
 
     /// `Mutex.Lock`: steps 1-3 of the module comment.
     async fn lock(&self, prefix: &str, my_key: &str, lease: i64, state: &SessionState, deadline: Instant) -> Result<Grant, LockError> {
-        let k = b64(my_key.as_bytes());
-        let owner = range_by_create(prefix, "ASCEND", None);
-        let txn = json!({
-            "compare": [{"key": k, "target": "CREATE", "result": "EQUAL", "create_revision": "0"}],
-            "success": [{"request_put": {"key": k, "value": "", "lease": lease.to_string()}}, {"request_range": owner}],
-            "failure": [{"request_range": {"key": k}}, {"request_range": owner}],
-        });
-        let answer: TxnResponse =
-            self.gateway.call("/v3/kv/txn", &txn, self.op_timeout).await.map_err(|e| classify("creating the lock key", e))?;
-        let my_rev = if answer.succeeded {
-            answer.header.revision
+        let owner = || TxnOp::get(prefix, Some(range_by_create(SortOrder::Ascend, None)));
+        let txn = Txn::new()
+            .when([Compare::create_revision(my_key, CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(my_key, "", Some(PutOptions::new().with_lease(lease))), owner()])
+            .or_else([TxnOp::get(my_key, None), owner()]);
+        let answer = self
+            .members
+            .call(self.op_timeout, |mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await
+            .map_err(|e| classify("creating the lock key", e))?;
+        let answers = answer.op_responses();
+        let my_rev = if answer.succeeded() {
+            revision(answer.header())
         } else {
-            let found = answer.range(0).map_err(|e| malformed("creating the lock key", e))?;
-            found.kvs.first().map_or(0, |kv| kv.create_revision)
+            range_at(&answers, 0)?.kvs().first().map_or(0, |kv| kv.create_revision())
         };
         if my_rev <= 0 {
             return Err(LockError::Unknown(format!("the lock key's revision is not in etcd's answer: {answer:?}")));
         }
-        let owner = answer.range(1).map_err(|e| malformed("reading the lock's owner", e))?;
-        let Some(owner) = owner.kvs.first() else {
+        let Some(owner) = range_at(&answers, 1)?.kvs().first() else {
             return Err(LockError::Unknown(format!("no key under the prefix, not even ours, in etcd's answer: {answer:?}")));
         };
         let grant = |state: &SessionState| Grant {
@@ -233,7 +237,7 @@ impl Client {
             validity: state.deadline().saturating_duration_since(Instant::now()),
             secret: my_key.to_string(),
         };
-        if owner.create_revision == my_rev {
+        if owner.create_revision() == my_rev {
             return Ok(grant(state));
         }
 
@@ -257,13 +261,13 @@ impl Client {
             return Ok(grant(state));
         }
 
-        let mine: RangeResponse = self
-            .gateway
-            .call("/v3/kv/range", &json!({"key": k}), self.op_timeout)
+        let mine = self
+            .members
+            .call(self.op_timeout, |mut c| async move { c.get(my_key, None).await })
             .await
             .map_err(|e| LockError::Unknown(format!("reading our lock key after the wait: {e}")))?;
-        match mine.kvs.first() {
-            Some(kv) if kv.create_revision == my_rev => Ok(grant(state)),
+        match mine.kvs().first() {
+            Some(kv) if kv.create_revision() == my_rev => Ok(grant(state)),
             _ => {
                 state.mark_lost();
                 Err(LockError::Refused("our lock key is gone after the wait: the session expired".into()))
@@ -275,25 +279,29 @@ impl Client {
     /// `max_create_revision` is left. Failed requests are retried after lock.retry_ms; the
     /// caller bounds the whole wait.
     async fn wait_deletes(&self, prefix: &str, max_create_revision: i64) -> Result<(), LockError> {
-        let before_me = range_by_create(prefix, "DESCEND", Some(max_create_revision));
+        let before_me = range_by_create(SortOrder::Descend, Some(max_create_revision));
         let pause = Duration::from_millis(self.lock.retry_ms.max(1));
         loop {
-            let last: RangeResponse = match self.gateway.call("/v3/kv/range", &before_me, self.op_timeout).await {
+            let read = self.members.call(self.op_timeout, |mut c| {
+                let before_me = before_me.clone();
+                async move { c.get(prefix, Some(before_me)).await }
+            });
+            let last = match read.await {
                 Ok(answer) => answer,
-                Err(e @ GatewayError::Malformed(_)) => return Err(LockError::Refused(format!("waiting for the lock: {e}"))),
                 Err(e) => {
                     tracing::debug!("reading the keys ahead of ours: {e}");
                     tokio::time::sleep(pause).await;
                     continue;
                 }
             };
-            let Some(ahead) = last.kvs.first() else {
+            let Some(ahead) = last.kvs().first() else {
                 return Ok(());
             };
-            if last.header.revision <= 0 {
+            let at = revision(last.header());
+            if at <= 0 {
                 return Err(LockError::Refused(format!("a range answer without its revision: {last:?}")));
             }
-            if let Err(e) = self.wait_delete(&ahead.key, last.header.revision).await {
+            if let Err(e) = self.wait_delete(ahead.key(), at).await {
                 tracing::debug!("watching the key ahead of ours: {e}");
                 tokio::time::sleep(pause).await;
             }
@@ -302,22 +310,23 @@ impl Client {
 
     /// Go's `waitDelete`: watches `key` from `revision` until it is deleted.
     async fn wait_delete(&self, key: &[u8], revision: i64) -> Result<(), String> {
-        let mut watch = self.gateway.watch(key, revision, self.op_timeout).await.map_err(|e| e.to_string())?;
+        let (member, mut watch) = self.members.watch(key, revision, self.op_timeout).await.map_err(|e| e.to_string())?;
         loop {
-            match watch.next::<WatchResponse>().await {
-                Ok(w) if w.canceled => {
-                    return Err(format!("watch cancelled ({}; compacted at {})", w.cancel_reason, w.compact_revision));
+            let failure = match watch.message().await {
+                Ok(Some(w)) if w.canceled() => {
+                    format!("watch cancelled ({}; compacted at {})", w.cancel_reason(), w.compact_revision())
                 }
-                Ok(w) => {
-                    if w.events.iter().any(|e| e.kind == EventType::Delete) {
+                Ok(Some(w)) => {
+                    if w.events().iter().any(|e| e.event_type() == EventType::Delete) {
                         return Ok(());
                     }
+                    continue;
                 }
-                Err(e) => {
-                    self.gateway.failed(watch.member);
-                    return Err(e.to_string());
-                }
-            }
+                Ok(None) => "the watch stream ended".to_string(),
+                Err(e) => e.to_string(),
+            };
+            self.members.failed(member);
+            return Err(failure);
         }
     }
 }
@@ -337,14 +346,18 @@ impl LockClient for Client {
     }
 
     async fn release(&mut self, _key: &str, grant: &Grant) -> Result<(), LockError> {
-        let k = b64(grant.secret.as_bytes());
-        let token = grant.token.unwrap_or(0).to_string();
-        let txn = json!({
-            "compare": [{"key": k, "target": "CREATE", "result": "EQUAL", "create_revision": token}],
-            "success": [{"request_delete_range": {"key": k}}],
-        });
-        match self.gateway.call::<TxnResponse>("/v3/kv/txn", &txn, self.op_timeout).await {
-            Ok(answer) if answer.succeeded => Ok(()),
+        let key = grant.secret.as_str();
+        let token = grant.token.unwrap_or(0) as i64;
+        let txn = Txn::new().when([Compare::create_revision(key, CompareOp::Equal, token)]).and_then([TxnOp::delete(key, None)]);
+        let answer = self
+            .members
+            .call(self.op_timeout, |mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await;
+        match answer {
+            Ok(answer) if answer.succeeded() => Ok(()),
             Ok(_) => {
                 // Only the lease's expiry deletes our key behind our back.
                 if let Some(session) = &self.session {

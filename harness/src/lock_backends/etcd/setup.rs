@@ -2,7 +2,7 @@
 //! under the node's docker-init. A member restarted after a kill keeps its data directory and
 //! rejoins with its Raft log: nothing is forgotten.
 
-use super::gateway::PORT;
+use super::members::PORT;
 use crate::containers::Cluster;
 use crate::lock_backends::{BackendSetup, ClientConfig, Leader, Unsupported};
 use crate::wait;

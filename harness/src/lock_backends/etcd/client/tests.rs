@@ -20,64 +20,38 @@ async fn a_session_is_lost_when_marked_or_when_its_deadline_passes() {
     tokio::time::timeout(Duration::from_secs(1), waiter).await.unwrap().unwrap();
 }
 
-/// A fake member whose keep-alive WebSocket answers each renewal with the next of `ttls`
-/// ("" leaves TTL out: the lease is gone), then stays silent.
-async fn keep_alive_member(ttls: Vec<&'static str>) -> String {
-    use futures_util::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::Message;
+/// A loopback address where nothing listens: connects are refused.
+async fn closed_port() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
-        for ttl in ttls {
-            let Some(Ok(Message::Text(_))) = ws.next().await else {
-                return;
-            };
-            let ttl = if ttl.is_empty() { String::new() } else { format!(r#","TTL":"{ttl}""#) };
-            let answer = format!(r#"{{"result":{{"header":{{"revision":"3"}},"ID":"5"{ttl}}}}}"#);
-            ws.send(Message::text(answer)).await.unwrap();
-        }
-        while ws.next().await.is_some() {}
-    });
-    addr
-}
-
-#[tokio::test]
-async fn the_keep_alive_renews_until_etcd_answers_ttl_0() {
-    let gateway = Gateway::new(&[keep_alive_member(vec!["1", ""]).await]);
-    let started = Instant::now();
-    let state = Arc::new(SessionState::new(started + Duration::from_secs(1)));
-    let task = tokio::spawn(keep_alive::keep_alive(gateway, 5, Duration::from_secs(1), state.clone()));
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(state.deadline() > started + Duration::from_millis(1300), "renewed after TTL/3");
-    tokio::time::timeout(Duration::from_secs(2), task).await.unwrap().unwrap();
-    assert!(*state.lost.borrow(), "TTL 0: lost before its deadline");
-    assert!(started.elapsed() < Duration::from_millis(1000));
+    listener.local_addr().unwrap().to_string()
 }
 
 #[tokio::test]
 async fn the_keep_alive_gives_up_when_the_deadline_passes_unrenewed() {
-    let gateway = Gateway::new(&[keep_alive_member(vec![]).await]);
+    let members = Members::new(&[closed_port().await]);
     let started = Instant::now();
     let state = Arc::new(SessionState::new(started + Duration::from_secs(1)));
-    let task = tokio::spawn(keep_alive::keep_alive(gateway, 5, Duration::from_secs(1), state.clone()));
+    let task = tokio::spawn(keep_alive::keep_alive(members, 5, Duration::from_secs(1), state.clone()));
     tokio::time::timeout(Duration::from_secs(3), task).await.unwrap().unwrap();
     assert!(state.is_lost() && started.elapsed() >= Duration::from_secs(1));
 }
 
 #[test]
-fn the_ranges_ask_for_the_first_and_the_last_created_key() {
-    let owner = range_by_create("lockchaos/lock/k/", "ASCEND", None);
-    assert_eq!(owner["limit"], "1");
-    assert!(owner.get("max_create_revision").is_none());
-    let ahead = range_by_create("lockchaos/lock/k/", "DESCEND", Some(41));
-    assert_eq!((ahead["sort_order"].as_str(), ahead["max_create_revision"].as_str()), (Some("DESCEND"), Some("41")));
-    assert_eq!(ahead["range_end"], b64(b"lockchaos/lock/k0"));
+fn a_txn_answer_without_its_range_result_is_unknown() {
+    let err = range_at(&[], 1).unwrap_err();
+    assert!(matches!(err, LockError::Unknown(_)), "{err}");
 }
 
-/// Against a real etcd: `LOCKCHAOS_TEST_ETCD=127.0.0.1:2379 cargo test -p harness --bin
-/// lockchaos -- --ignored against_a_real_etcd` (the container scenarios cover it otherwise).
+#[tokio::test]
+async fn an_acquire_no_member_takes_a_connection_for_is_refused() {
+    let lock = LockParams { ttl_ms: 2000, retry_ms: 20, ..LockParams::default() };
+    let mut client = Client::new(&[closed_port().await, closed_port().await], lock, Duration::from_millis(500));
+    let err = client.acquire("k", Duration::from_secs(1)).await.unwrap_err();
+    assert!(matches!(err, LockError::Refused(_)), "{err}");
+}
+
+/// Against a real etcd: `LOCKCHAOS_TEST_ETCD=127.0.0.1:2379 cargo test -p harness --lib --
+/// --ignored against_a_real_etcd` (the container scenarios cover it otherwise).
 #[tokio::test]
 #[ignore]
 async fn against_a_real_etcd() {
@@ -99,8 +73,15 @@ async fn against_a_real_etcd() {
     let err = b.acquire(&name, Duration::from_millis(300)).await.unwrap_err();
     assert!(matches!(err, LockError::Refused(_)), "{err}");
     let prefix = format!("{ROOT}/{name}/");
-    let keys: RangeResponse = a.gateway.call("/v3/kv/range", &range_by_create(&prefix, "ASCEND", None), a.op_timeout).await.unwrap();
-    assert_eq!(keys.count, 1, "only the holder's key: {keys:?}");
+    let keys = a
+        .members
+        .call(a.op_timeout, |mut c| {
+            let prefix = prefix.clone();
+            async move { c.get(prefix, Some(GetOptions::new().with_prefix())).await }
+        })
+        .await
+        .unwrap();
+    assert_eq!(keys.count(), 1, "only the holder's key: {keys:?}");
 
     // Held past the TTL: the keep-alive stream renews the lease.
     tokio::time::sleep(Duration::from_millis(2500)).await;
