@@ -168,7 +168,19 @@ fn explore_with_two_client_versions_runs_one_campaign_per_version() {
         .current_dir(root())
         .arg("explore")
         .arg(&scenario)
-        .args(["--client-env", "redis==4.3.4,redis==8.2.0", "--seed", "5", "--runs", "1", "--confirm", "0", "--shrink-runs", "0", "--store"])
+        .args([
+            "--client-env",
+            "redis==4.3.4,redis==8.2.0",
+            "--seed",
+            "5",
+            "--runs",
+            "1",
+            "--confirm",
+            "0",
+            "--shrink-runs",
+            "0",
+            "--store",
+        ])
         .arg(&store)
         .env("CI", "true")
         .output()
