@@ -22,6 +22,7 @@ pub mod lock_backends;
 pub mod matrix;
 pub mod nemesis;
 pub mod node_image;
+pub mod node_source;
 pub mod orphans;
 pub mod orphans_on_hosts;
 pub mod paths;

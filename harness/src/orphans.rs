@@ -14,7 +14,7 @@
 //! in any of its containers. A run found only by a network of that age has no known folder: its
 //! network is removed and nothing is written.
 
-use crate::containers::{teardown, Role, CONTROLLER_LABEL, NAME_LABEL, ROLE_LABEL, RUN_DIR_LABEL, RUN_LABEL};
+use crate::containers::{teardown, Role, CONTROLLER_LABEL, NAME_LABEL, POOL_LABEL, ROLE_LABEL, RUN_DIR_LABEL, RUN_LABEL};
 use crate::run_store::{self, RunDir};
 use crate::run_verdict;
 use bollard::exec::{StartExecOptions, StartExecResults};
@@ -43,6 +43,11 @@ impl FoundRun {
     /// (made before it existed) count as left behind.
     fn live(&self) -> bool {
         self.labels().any(|l| l.get(CONTROLLER_LABEL).is_some_and(|c| crate::containers::controller_alive(c)))
+    }
+
+    /// A warm pool's nodes and network, not a run.
+    fn is_pool(&self) -> bool {
+        self.labels().any(|l| l.contains_key(POOL_LABEL))
     }
 
     /// The run folder: the label, else the bind mount that holds run.json.
@@ -79,6 +84,8 @@ pub enum Finish {
     /// Its lockchaos process is alive (`clean --all`): it sees its containers go and writes
     /// its own results.
     LeftToItsProcess,
+    /// A warm pool of nodes, no run: nothing to write (its runs' folders are their own).
+    Pool,
 }
 
 #[derive(Debug, Default)]
@@ -124,6 +131,18 @@ async fn find_runs(docker: &Docker) -> anyhow::Result<BTreeMap<String, FoundRun>
 async fn finish_run(docker: &Docker, run_id: &str, found: &FoundRun, live: bool, errors: &mut Vec<String>) -> CleanedRun {
     let woken = wake_stopped(docker, &found.containers).await;
     let workers = worker_fates(docker, &found.containers).await;
+    if found.is_pool() {
+        let removed = teardown::remove_labelled(docker, Some(run_id), None).await.unwrap_or_else(|e| {
+            errors.push(format!("{run_id}: {e:#}"));
+            teardown::Removed::default()
+        });
+        let pool_dir = found.folder();
+        if let Some(dir) = pool_dir.as_ref().filter(|_| !live) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        let finish = if live { Finish::LeftToItsProcess } else { Finish::Pool };
+        return CleanedRun { run_id: run_id.to_string(), live, woken, removed, folder: None, finish };
+    }
     let folder = found.folder();
     let usable = folder.as_ref().filter(|f| f.join("run.json").is_file());
     let logs = usable.map(|folder| folder.join("logs"));

@@ -18,6 +18,8 @@ pub struct SweepOptions {
     pub store: PathBuf,
     pub clients: Vec<u32>,
     pub time_limit_secs: Option<u64>,
+    /// Warm pools for the sweep's runs (node_source/warm_pool.rs); None: fresh containers.
+    pub pools: Option<std::sync::Arc<crate::node_source::warm_pool::WarmPools>>,
 }
 
 /// How a sweep ended: what it measured, where it wrote it, and its exit status (0: every run
@@ -54,6 +56,7 @@ pub async fn run_sweep(scenarios: Vec<LoadedScenario>, opts: &SweepOptions, even
                 clients: Some(clients),
                 exe: None,
                 nodes: None,
+                pools: opts.pools.clone(),
             };
             let series = series::run_series(loaded.clone(), &run_opts, 1, events).await;
             let (Some(results), Some(run_dir)) = (series.runs.first(), series.dirs.first()) else {

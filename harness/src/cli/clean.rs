@@ -62,6 +62,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Finish::HadResults => harness::print_line!("removed {}: {removed}; its results were already in {folder}", run.run_id),
             Finish::NotWritten(why) => harness::print_line!("removed {}: {removed}; nothing written: {why}", run.run_id),
+            Finish::Pool => harness::print_line!("removed warm pool {}: {removed}", run.run_id),
             Finish::LeftToItsProcess => {
                 harness::print_line!(
                     "stopped {} (still going, --all): {removed}; its lockchaos process writes its results in {folder}",

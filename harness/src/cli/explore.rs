@@ -83,6 +83,8 @@ struct SearchArgs {
     /// Each is named by its pin (`redis-py-lock-pause.redis-8.2.0`), as the matrix's rows are.
     #[arg(long, value_name = "PROJECT==VERSION,...")]
     client_env: Option<String>,
+    #[command(flatten)]
+    warm: super::warm::WarmArgs,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -135,17 +137,33 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_findings: a.max_findings,
     };
     let mut exit = 0;
+    // One set of pools for every campaign: the versions' runs share their backend's nodes.
+    let pools = a.warm.pools(u64::MAX, a.jobs as usize);
     for base in bases {
-        exit = exit.max(campaign(base, opts.clone(), seed, a.quiet).await?);
+        let code = campaign(base, opts.clone(), seed, a.quiet, pools.clone()).await;
+        match code {
+            Ok(code) => exit = exit.max(code),
+            Err(e) => {
+                super::warm::close(pools).await;
+                return Err(e);
+            }
+        }
     }
+    super::warm::close(pools).await;
     Ok(ExitCode::from(exit))
 }
 
 /// One campaign on one base scenario: its progress, its findings and its final line; its exit
 /// code.
-async fn campaign(base: harness::scenario::LoadedScenario, opts: ExploreOptions, seed: u64, quiet: bool) -> anyhow::Result<u8> {
+async fn campaign(
+    base: harness::scenario::LoadedScenario,
+    opts: ExploreOptions,
+    seed: u64,
+    quiet: bool,
+    pools: Option<std::sync::Arc<harness::node_source::warm_pool::WarmPools>>,
+) -> anyhow::Result<u8> {
     let events = EventSink::new(vec![explore_progress::for_stderr(quiet), Box::new(StoreIndex)]);
-    let runner = SeriesRunner { opts: RunOptions { store: opts.store.clone(), ..Default::default() }, events: events.clone() };
+    let runner = SeriesRunner { opts: RunOptions { store: opts.store.clone(), pools, ..Default::default() }, events: events.clone() };
     let campaign = explore::explore(base, opts, &runner, &events).await;
     events.finish()?;
     let campaign = campaign?;

@@ -51,6 +51,8 @@ pub struct Args {
     /// (`redis-py-lock-pause.redis-8.2.0`).
     #[arg(long, value_name = "PROJECT==VERSION,...")]
     client_env: Option<String>,
+    #[command(flatten)]
+    warm: super::warm::WarmArgs,
 }
 
 #[derive(clap::Subcommand)]
@@ -117,8 +119,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         reporters.push(Box::new(Junit::new(file)));
     }
     let events = EventSink::new(reporters);
-    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: None, clients: None, exe: None, nodes };
+    let pools = args.warm.pools(u64::from(held), args.jobs as usize);
+    let opts = RunOptions {
+        store: args.store,
+        time_limit_secs: args.time_limit,
+        seed: None,
+        clients: None,
+        exe: None,
+        nodes,
+        pools: pools.clone(),
+    };
     let code = harness::matrix::run_matrix(chosen, args.runs, shard, args.jobs as usize, &opts, &events).await;
+    super::warm::close(pools).await;
     events.finish()?;
     Ok(ExitCode::from(code))
 }

@@ -10,6 +10,7 @@ mod matrix;
 mod resource;
 mod scenario;
 mod sweep;
+mod warm;
 mod worker;
 
 use clap::{Parser, Subcommand};

@@ -39,6 +39,8 @@ pub struct Args {
     /// containers (README: "Your own hosts").
     #[arg(long)]
     nodes_file: Option<PathBuf>,
+    #[command(flatten)]
+    warm: super::warm::WarmArgs,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -47,20 +49,31 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(path) => Some(Arc::new(NodesFile::load(path)?)),
         None => None,
     };
-    let opts = RunOptions { store: args.store, time_limit_secs: args.time_limit, seed: args.seed, clients: args.clients, exe: None, nodes };
+    let variants = harness::scenario::versions::expand(loaded)?;
+    let pools = args.warm.pools(u64::from(args.test_count) * variants.len() as u64, 1);
+    let opts = RunOptions {
+        store: args.store,
+        time_limit_secs: args.time_limit,
+        seed: args.seed,
+        clients: args.clients,
+        exe: None,
+        nodes,
+        pools: pools.clone(),
+    };
     let mut reporters = reporters::standard(args.quiet);
     if let Some(file) = args.junit {
         reporters.push(Box::new(Junit::new(file)));
     }
     let events = EventSink::new(reporters);
     let mut code = 0;
-    for variant in harness::scenario::versions::expand(loaded)? {
+    for variant in variants {
         let series = series::run_series(Arc::new(variant), &opts, args.test_count, &events).await;
         code = code.max(series.exit_code());
         if series.error.is_some() {
             break;
         }
     }
+    super::warm::close(pools).await;
     events.finish()?;
     Ok(ExitCode::from(code))
 }

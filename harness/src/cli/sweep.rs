@@ -30,6 +30,8 @@ pub struct Args {
     /// Only the per-run lines.
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    warm: super::warm::WarmArgs,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -42,8 +44,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let scenarios = args.scenarios.iter().map(|s| scenario_catalog::resolve(s)).collect::<anyhow::Result<Vec<_>>>()?;
     std::fs::create_dir_all(&args.store)?;
     let events = EventSink::new(reporters::standard(args.quiet));
-    let opts = SweepOptions { store: args.store, clients: args.clients, time_limit_secs: args.time_limit };
+    let pools = args.warm.pools((scenarios.len() * args.clients.len()) as u64, 1);
+    let opts = SweepOptions { store: args.store, clients: args.clients, time_limit_secs: args.time_limit, pools: pools.clone() };
     let outcome = run_sweep(scenarios, &opts, &events).await;
+    super::warm::close(pools).await;
     events.finish()?;
     let outcome = outcome?;
     for line in &outcome.sweep.lines {

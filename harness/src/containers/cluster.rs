@@ -72,6 +72,36 @@ pub struct ContainerSpec {
     pub net_admin: bool,
 }
 
+/// Where the host-built binary is mounted in every container.
+pub const BIN: &str = "/usr/local/bin/lockchaos";
+/// Where a container writes its logs (servers' own log files): the run's `logs/`, or a warm
+/// pool's until its run ends.
+pub const LOGS_MOUNT: &str = "/lockchaos/logs";
+
+impl ContainerSpec {
+    /// A container with the binary (read-only) and `logs_dir` mounted, at the fixed address of
+    /// its name, its log filter set. LOCKCHAOS_LOG sets the containers' log filter (default:
+    /// info), e.g. for a client's per-node replies at debug level.
+    pub fn with_binary(name: &str, role: Role, cmd: Vec<String>, exe: &Path, logs_dir: &Path) -> ContainerSpec {
+        ContainerSpec {
+            host_octet: Cluster::host_octet(name).expect("names follow the addressing scheme"),
+            name: name.to_string(),
+            role,
+            cmd,
+            image: None,
+            env: vec![format!("RUST_LOG={}", std::env::var("LOCKCHAOS_LOG").unwrap_or_else(|_| "info".into()))],
+            binds: vec![(exe.to_path_buf(), BIN.to_string(), true), (logs_dir.to_path_buf(), LOGS_MOUNT.to_string(), false)],
+            net_admin: true,
+        }
+    }
+
+    /// A node: `sleep infinity` under docker-init; the backend's servers are started in it by
+    /// exec.
+    pub fn node(name: &str, exe: &Path, logs_dir: &Path) -> ContainerSpec {
+        Self::with_binary(name, Role::Node, vec!["sleep".into(), "infinity".into()], exe, logs_dir)
+    }
+}
+
 #[derive(Clone)]
 pub struct Member {
     pub name: String,
@@ -91,7 +121,7 @@ pub enum Reach {
 impl Member {
     /// The container's id; Err for a host, which has none (the caller asked a container's
     /// question of a node on a host: signal, freeze, logs).
-    fn container(&self) -> anyhow::Result<&str> {
+    pub fn container(&self) -> anyhow::Result<&str> {
         match &self.reach {
             Reach::Container(id) => Ok(id),
             Reach::Host(h) => bail!("{} is a host reached over SSH, not a container", h.label()),
@@ -113,11 +143,25 @@ pub struct Cluster {
     image: String,
     /// A Docker network the hosts are on, which the workers join too (hosts.rs `WorkerNetwork`).
     workers_network: Option<WorkerNetwork>,
+    /// Labels beyond the run's on everything it creates (a warm pool's mark).
+    extra_labels: HashMap<String, String>,
 }
 
 impl Cluster {
     /// Creates the run's network on a free 10.213.X.0/24 (a random X; retried on overlap).
     pub async fn create(docker: Docker, run_id: &str, run_dir: &Path, image: &str, seed: u64) -> anyhow::Result<Cluster> {
+        Self::create_labelled(docker, run_id, run_dir, image, seed, HashMap::new()).await
+    }
+
+    /// [`Cluster::create`], with `extra_labels` on the network and every container.
+    pub async fn create_labelled(
+        docker: Docker,
+        run_id: &str,
+        run_dir: &Path,
+        image: &str,
+        seed: u64,
+        extra_labels: HashMap<String, String>,
+    ) -> anyhow::Result<Cluster> {
         let network = format!("lockchaos-{run_id}");
         let mut last_err = None;
         for attempt in 0..32u64 {
@@ -134,7 +178,7 @@ impl Cluster {
                     }]),
                     ..Default::default()
                 }),
-                labels: Some(super::run_labels(run_id, run_dir)),
+                labels: Some(super::run_labels(run_id, run_dir).into_iter().chain(extra_labels.clone()).collect()),
                 ..Default::default()
             };
             match docker.create_network(req).await {
@@ -148,6 +192,7 @@ impl Cluster {
                         members: Mutex::new(vec![]),
                         image: image.into(),
                         workers_network: None,
+                        extra_labels,
                     })
                 }
                 Err(e) if e.to_string().contains("overlap") => last_err = Some(e),
@@ -155,6 +200,28 @@ impl Cluster {
             }
         }
         Err(last_err.expect("32 attempts")).context("no free /24 under 10.213.0.0/16 for the run's network")
+    }
+
+    /// A run on this cluster's network and nodes (a warm pool's): its own containers (the
+    /// resource, the workers) are named and labelled as the run's, and go with it.
+    pub fn join(&self, run_id: &str, run_dir: &Path) -> Cluster {
+        let nodes = self.members.lock().expect("members lock").iter().filter(|m| m.role == Role::Node).cloned().collect();
+        Cluster {
+            docker: self.docker.clone(),
+            run_id: run_id.into(),
+            run_dir: run_dir.to_path_buf(),
+            network: self.network.clone(),
+            prefix: self.prefix,
+            members: Mutex::new(nodes),
+            image: self.image.clone(),
+            workers_network: None,
+            extra_labels: HashMap::new(),
+        }
+    }
+
+    /// The members' names, with their container ids (None for a host).
+    pub fn members(&self) -> Vec<Member> {
+        self.members.lock().expect("members lock").clone()
     }
 
     /// Where the run's containers may send (egress.rs): the run's network and the hosts its
@@ -226,6 +293,7 @@ impl Cluster {
     pub async fn start(&self, spec: ContainerSpec) -> anyhow::Result<Member> {
         let ip = self.ip(spec.host_octet);
         let mut labels = super::run_labels(&self.run_id, &self.run_dir);
+        labels.extend(self.extra_labels.clone());
         labels.insert(ROLE_LABEL.to_string(), spec.role.label().to_string());
         labels.insert(NAME_LABEL.to_string(), spec.name.clone());
         let binds =

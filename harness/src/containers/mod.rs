@@ -9,7 +9,7 @@ pub mod docker_api;
 pub mod egress;
 pub mod teardown;
 
-pub use cluster::{Cluster, ContainerSpec, Role};
+pub use cluster::{Cluster, ContainerSpec, Member, Role, BIN, LOGS_MOUNT};
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -31,6 +31,11 @@ pub const NAME_LABEL: &str = "lockchaos.name";
 /// Label naming the run's folder (its absolute path), so that `lockchaos clean` can finish a run
 /// whose lockchaos process is gone: merge, check and write its results where they belong.
 pub const RUN_DIR_LABEL: &str = "lockchaos.run_dir";
+
+/// Label on a warm pool's network and nodes (node_source/warm_pool.rs): kept from one run to
+/// the next of one lockchaos process, never a run's folder; `lockchaos clean` removes a pool
+/// whose process is gone and writes no results for it.
+pub const POOL_LABEL: &str = "lockchaos.pool";
 
 /// The labels of everything a run creates: its run id, this process as its controller, and
 /// its folder.

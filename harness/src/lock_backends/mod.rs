@@ -264,11 +264,30 @@ pub trait BackendSetup: Send + Sync {
     fn kill_session(&self) -> Result<&dyn KillSession, Unsupported> {
         Err("its server has no sessions to end one by one")
     }
+    /// Its servers can be wiped and started again in the same nodes between the runs of a warm
+    /// pool (node_source/warm_pool.rs), and a started server shown to hold nothing of an earlier
+    /// run. Without it, a backend's runs always start on fresh containers.
+    fn warm_reset(&self) -> Result<&dyn WarmReset, Unsupported> {
+        Err("lockchaos has no verified reset of its servers between runs yet")
+    }
     /// Its servers can run on hosts a nodes-file names (hosts/): the Debian packages each host
     /// needs for them.
     fn remote_hosts(&self) -> Result<&'static [&'static str], Unsupported> {
         Err("lockchaos runs its servers only in containers so far (a host's own cluster and data directory would be at stake)")
     }
+}
+
+/// Capability: the servers reset in place between two runs of a warm pool. The pool kills
+/// every process in the nodes, removes `state_paths` and the faults' state, restores the
+/// nodes' firewall, starts the servers again (`BackendSetup::start`) and then asks
+/// `verify_empty`.
+#[async_trait::async_trait]
+pub trait WarmReset: Send + Sync {
+    /// Where, in a node, the servers keep what outlives a restart (data directories, an AOF).
+    fn state_paths(&self) -> Vec<String>;
+    /// With the servers started again: Err naming what an earlier run left (a key, a revision
+    /// past a new cluster's, a lock or a session).
+    async fn verify_empty(&self, cluster: &Cluster) -> anyhow::Result<()>;
 }
 
 /// Capability: the servers elect a leader.

@@ -1,7 +1,7 @@
 //! Redis pieces shared by the Redis backends: starting a server in a node, and the two commands
 //! of the seed algorithm (SET NX PX to take, Lua compare-and-delete to give back).
 
-use super::{BackendSetup, ClientConfig, Grant, LockError, Unsupported};
+use super::{BackendSetup, ClientConfig, Grant, LockError, Unsupported, WarmReset};
 use crate::containers::Cluster;
 use crate::lock_backends::LockParams;
 use crate::wait;
@@ -209,6 +209,10 @@ impl BackendSetup for IndependentServers {
         Ok(())
     }
 
+    fn warm_reset(&self) -> Result<&dyn WarmReset, Unsupported> {
+        Ok(self)
+    }
+
     async fn start_node(&self, cluster: &Cluster, node: &str) -> anyhow::Result<()> {
         start(cluster, node, self.options).await
     }
@@ -287,5 +291,23 @@ pub async fn release_on(server: &mut dyn LockServer, key: &str, grant: &Grant) -
         Ok(true) => Ok(()),
         Ok(false) => Err(LockError::Refused("lock no longer ours (expired, taken over, or lost in a failover)".into())),
         Err(e) => Err(LockError::Unknown(e)),
+    }
+}
+
+#[async_trait::async_trait]
+impl WarmReset for IndependentServers {
+    fn state_paths(&self) -> Vec<String> {
+        vec![AOF_DIR.to_string()]
+    }
+
+    /// No key in any server.
+    async fn verify_empty(&self, cluster: &Cluster) -> anyhow::Result<()> {
+        let port = PORT.to_string();
+        for k in 1..=self.nodes {
+            let node = format!("n{k}");
+            let keys = cluster.exec_ok(&node, &["redis-cli", "-p", &port, "DBSIZE"]).await?;
+            anyhow::ensure!(keys.trim() == "0", "redis on {node} holds {} key(s) of an earlier run", keys.trim());
+        }
+        Ok(())
     }
 }

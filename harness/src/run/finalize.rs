@@ -27,6 +27,7 @@ pub fn write_stages(ctx: &RunContext) -> anyhow::Result<()> {
     let file = ctx.dir.file("run.json");
     let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(&file)?)?;
     run["stages"] = serde_json::to_value(ctx.stages.durations(std::time::Instant::now()))?;
+    run["nodes"] = serde_json::to_value(ctx.nodes.record())?;
     std::fs::write(&file, serde_json::to_vec_pretty(&run)?)?;
     Ok(())
 }

@@ -3,17 +3,17 @@
 
 mod finalize;
 mod provision;
-mod remote_nodes;
 pub mod stages;
 mod workers;
 mod workload;
 
 use crate::client_env;
 use crate::clock::RunClock;
-use crate::containers::{docker_api, teardown};
+use crate::containers::docker_api;
 use crate::events::{Event, EventSink, Stage};
-use crate::hosts::{NodesFile, RemoteNodes};
+use crate::hosts::NodesFile;
 use crate::node_image;
+use crate::node_source::{fresh::FreshContainers, hosts::HostNodes, warm_pool::WarmNodes, warm_pool::WarmPools, NodeSource};
 use crate::run_store::RunDir;
 use crate::scenario::LoadedScenario;
 use anyhow::Context;
@@ -32,6 +32,9 @@ pub struct RunOptions {
     pub exe: Option<PathBuf>,
     /// Hosts to run the nodes on, over SSH, in place of node containers (`--nodes-file`).
     pub nodes: Option<Arc<NodesFile>>,
+    /// Warm pools the run takes its nodes from, and hands them back to (node_source/), when
+    /// its backend can be reset in place; None: fresh containers.
+    pub pools: Option<Arc<WarmPools>>,
 }
 
 /// Everything fixed before the first container starts.
@@ -44,13 +47,21 @@ pub struct RunContext {
     pub exe: PathBuf,
     /// When each stage began (run.json `stages`).
     pub stages: stages::StageTimes,
-    /// The nodes' hosts, connected, checked and claimed, when the run has a nodes-file.
-    pub remote: Option<Arc<RemoteNodes>>,
+    /// Where the run's nodes come from: fresh containers, a warm pool, or the hosts of a
+    /// nodes-file (connected, checked and claimed).
+    pub nodes: Arc<dyn NodeSource>,
     /// The key the resource checks workers' requests by (resource/proof.rs).
     pub resource_key: crate::resource::proof::RunKey,
     /// The image the workers run in (the client program's environment, or the node image), and
     /// whether this run built it.
     pub client_env: client_env::Ensured,
+}
+
+impl RunContext {
+    /// The run as its node source sees it.
+    pub fn site(&self) -> crate::node_source::RunSite<'_> {
+        crate::node_source::RunSite { dir: &self.dir, exe: &self.exe, seed: self.seed, loaded: &self.loaded }
+    }
 }
 
 /// What the workload phase observed, for results.json.
@@ -91,26 +102,28 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
         .map_err(|(field, message)| loaded.error_at(&field, message))?;
     let client_env = client_env::ensure(&docker, spec, loaded.name.as_ref(), &build_line).await?;
     // The hosts next, still before the run folder: a host that cannot serve is one line.
-    let remote = match &opts.nodes {
-        Some(file) => Some(Arc::new(remote_nodes::connect(&docker, &loaded, file).await?)),
-        None => None,
+    let exe = match &opts.exe {
+        Some(exe) => exe.clone(),
+        None => std::env::current_exe()?,
+    };
+    let nodes: Arc<dyn NodeSource> = match (&opts.nodes, &opts.pools) {
+        (Some(file), _) => Arc::new(HostNodes { remote: crate::node_source::hosts::connect(&docker, &loaded, file).await? }),
+        (None, Some(pools)) => match WarmNodes::for_run(pools, &loaded, &exe) {
+            Some(warm) => Arc::new(warm),
+            None => Arc::new(FreshContainers),
+        },
+        (None, None) => Arc::new(FreshContainers),
     };
 
     std::fs::create_dir_all(&opts.store).with_context(|| format!("cannot create the store {}", opts.store.display()))?;
     let dir = RunDir::create(&opts.store, &loaded.name)?;
     let seed = loaded.scenario.seed.unwrap_or_else(rand::random);
-    let exe = match &opts.exe {
-        Some(exe) => exe.clone(),
-        None => std::env::current_exe()?,
-    };
     let stages = stages::StageTimes::new(Stage::Image, image_started);
-    if let Some(remote) = &remote {
-        // A host claimed meanwhile by another run: this run's own claims are undone, and its
-        // empty folder removed (a run that cannot start leaves no folder).
-        if let Err(e) = remote_nodes::claim(remote, &dir, &loaded).await {
-            let _ = std::fs::remove_dir_all(&dir.path);
-            return Err(e);
-        }
+    // A host claimed meanwhile by another run: this run's own claims are undone, and its empty
+    // folder removed (a run that cannot start leaves no folder).
+    if let Err(e) = nodes.claim(&dir, &loaded).await {
+        let _ = std::fs::remove_dir_all(&dir.path);
+        return Err(e);
     }
     let ctx = Arc::new(RunContext {
         loaded,
@@ -119,18 +132,15 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
         clock: RunClock::start_now(),
         exe,
         stages,
-        remote,
+        nodes,
         resource_key: crate::resource::proof::RunKey::generate(),
         client_env,
     });
     if let Err(e) = finalize::write_inputs(&ctx) {
-        if let Some(remote) = &ctx.remote {
-            let _ = remote.teardown(&ctx.dir.path.join("logs")).await;
-        }
+        let _ = ctx.nodes.release(&docker, &ctx.site(), false).await;
         return Err(e);
     }
 
-    let run_id = ctx.dir.run_id.clone();
     // Ctrl-C or SIGTERM asks the workload to stop: it heals its faults and records the clients
     // before teardown. A second signal does not wait for that.
     let (stop_tx, stop) = tokio::sync::watch::channel(None);
@@ -165,22 +175,18 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
         None => error,
     };
     let interrupted = error.is_some();
+    // Nodes are handed back for another run only after a run that ended as planned, with every
+    // fault healed.
+    let vouched = !interrupted && record.warnings.is_empty() && record.not_applied.is_empty();
 
     ctx.stages.enter(events, Stage::Teardown);
-    let logs = ctx.dir.path.join("logs");
-    let (removed, healed) = tokio::join!(teardown::remove_labelled(&docker, Some(&run_id), Some(&logs)), async {
-        match &ctx.remote {
-            Some(remote) => remote.teardown(&logs).await.map(|_| ()),
-            None => Ok(()),
-        }
-    });
+    let released = ctx.nodes.release(&docker, &ctx.site(), vouched).await;
     ctx.stages.enter(events, Stage::Check);
     let results = finalize::check_and_report(&ctx, record, interrupted, error.clone(), events);
     // Where the time went, even when the check could not be written.
     finalize::write_stages(&ctx)?;
     let results = results?;
-    removed?;
-    healed?;
+    released?;
     Ok(RunOutcome { results, dir: ctx.dir.path.clone(), error, interrupted_by_signal: signal.is_some() })
 }
 

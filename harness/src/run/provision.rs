@@ -15,8 +15,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-/// Where the host-built binary is mounted in every container.
-pub const BIN: &str = "/usr/local/bin/lockchaos";
+pub use crate::containers::BIN;
 /// The run folder inside the node and resource containers.
 pub const RUN_MOUNT: &str = "/lockchaos/run";
 /// In a worker's container, all it gets besides the binary: its configuration (read-only), its
@@ -37,24 +36,13 @@ pub struct Provisioned {
 }
 
 /// A container of this run: the binary and the logs folder mounted (the resource, which keeps
-/// the record, also the run folder; nodes see nothing else of the run), the log filter set.
+/// the record, also the run folder), the log filter set.
 pub fn container_spec(ctx: &RunContext, name: &str, role: Role, cmd: Vec<String>) -> ContainerSpec {
-    let mut binds = vec![(ctx.exe.clone(), BIN.to_string(), true), (ctx.dir.path.join("logs"), "/lockchaos/logs".to_string(), false)];
+    let mut spec = ContainerSpec::with_binary(name, role, cmd, &ctx.exe, &ctx.dir.path.join("logs"));
     if role == Role::Resource {
-        binds.push((ctx.dir.path.clone(), RUN_MOUNT.to_string(), false));
+        spec.binds.push((ctx.dir.path.clone(), RUN_MOUNT.to_string(), false));
     }
-    ContainerSpec {
-        host_octet: Cluster::host_octet(name).expect("names follow the addressing scheme"),
-        name: name.to_string(),
-        role,
-        cmd,
-        image: None,
-        // LOCKCHAOS_LOG sets the containers' log filter (default: info), e.g. for a client's
-        // per-node replies at debug level.
-        env: vec![format!("RUST_LOG={}", std::env::var("LOCKCHAOS_LOG").unwrap_or_else(|_| "info".into()))],
-        binds,
-        net_admin: true,
-    }
+    spec
 }
 
 /// A worker's container: the binary, its configuration and its event file, and the project's
@@ -77,30 +65,24 @@ pub fn worker_spec(ctx: &RunContext, name: &str, config: &Path, events: &Path) -
 
 pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events::EventSink) -> anyhow::Result<Provisioned> {
     let s = &ctx.loaded.scenario;
-    let mut cluster = Cluster::create(docker, &ctx.dir.run_id, &ctx.dir.path, IMAGE, ctx.seed).await?;
+    // The nodes from wherever they come (node_source/): fresh containers still to start, a warm
+    // pool's reset and verified, or hosts.
+    let nodes = ctx.nodes.provision(docker, &ctx.site()).await?;
+    let cluster = nodes.cluster;
     let backend = s.backend_setup();
-    // On hosts, the nodes are there already: no node containers.
-    let container_nodes = match &ctx.remote {
-        Some(remote) => {
-            cluster.attach_hosts(&remote.hosts, remote.file.workers.clone());
-            0
-        }
-        None => backend.node_count(),
-    };
     let resource_cmd = match s.resource.kind {
         ResourceKind::Postgres => vec!["sleep".into(), "infinity".into()],
         ResourceKind::Ledger => ledger_cmd(ctx),
     };
     // The containers start together: each is a create and a start of its own (fixed name and
     // address), and Docker does them side by side.
-    let nodes = (1..=container_nodes)
-        .map(|i| cluster.start(container_spec(ctx, &format!("n{i}"), Role::Node, vec!["sleep".into(), "infinity".into()])));
-    let (nodes, resource) =
-        futures_util::future::join(futures_util::future::try_join_all(nodes), cluster.start(resource_spec(ctx, resource_cmd))).await;
-    let nodes = nodes?;
+    let started = nodes.to_start.into_iter().map(|spec| cluster.start(spec));
+    let (started, resource) =
+        futures_util::future::join(futures_util::future::try_join_all(started), cluster.start(resource_spec(ctx, resource_cmd))).await;
+    let started = started?;
     let resource = resource?;
     // Before any server starts: from here on they reach the run's containers and nothing else.
-    let confined = nodes.iter().chain([&resource]).map(|m| cluster.confine(&m.name));
+    let confined = started.iter().chain([&resource]).map(|m| cluster.confine(&m.name));
     futures_util::future::try_join_all(confined).await?;
 
     ctx.stages.enter(events, crate::events::Stage::Backend);
@@ -119,6 +101,9 @@ pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events:
     // A server that never answers (a commit waiting for a standby that is not there) must not
     // hang the run: setup has a deadline.
     let backend_ready = async {
+        if nodes.servers_started {
+            return Ok(());
+        }
         tokio::time::timeout(BACKEND_START_LIMIT, backend.start(&cluster))
             .await
             .map_err(|_| anyhow::anyhow!("no answer within {BACKEND_START_LIMIT:?}"))

@@ -4,7 +4,7 @@
 
 use super::members::PORT;
 use crate::containers::Cluster;
-use crate::lock_backends::{BackendSetup, ClientConfig, Leader, Unsupported};
+use crate::lock_backends::{BackendSetup, ClientConfig, Leader, Unsupported, WarmReset};
 use crate::wait;
 use anyhow::Context;
 use std::time::Duration;
@@ -56,6 +56,10 @@ impl BackendSetup for Setup {
     }
 
     fn leader(&self) -> Result<&dyn Leader, Unsupported> {
+        Ok(self)
+    }
+
+    fn warm_reset(&self) -> Result<&dyn WarmReset, Unsupported> {
         Ok(self)
     }
 
@@ -127,6 +131,39 @@ impl Leader for Setup {
             }
         }
         Ok(None)
+    }
+}
+
+/// Every member's data directory goes between runs: all are killed first, so the members that
+/// start next form a new cluster (no member of the old one is left to rejoin it).
+#[async_trait::async_trait]
+impl WarmReset for Setup {
+    fn state_paths(&self) -> Vec<String> {
+        (1..=NODES).map(|i| data_dir(&format!("n{i}"))).collect()
+    }
+
+    /// A new cluster's revision (1: nothing was ever written) on every member, and no lease.
+    async fn verify_empty(&self, cluster: &Cluster) -> anyhow::Result<()> {
+        for i in 1..=NODES {
+            let node = format!("n{i}");
+            let endpoint = format!("http://{}:{PORT}", ip(cluster, &node)?);
+            let etcdctl = |args: &'static [&'static str]| {
+                let mut cmd = vec!["env", "ETCDCTL_API=3", "etcdctl", "--endpoints", &endpoint, "--command-timeout=2s"];
+                cmd.extend(args);
+                cmd.into_iter().map(String::from).collect::<Vec<_>>()
+            };
+            let status = etcdctl(&["endpoint", "status", "-w", "json"]);
+            let status = cluster.exec_ok(&node, &status.iter().map(String::as_str).collect::<Vec<_>>()).await?;
+            let revision = serde_json::from_str::<serde_json::Value>(&status)
+                .ok()
+                .and_then(|s| s[0]["Status"]["header"]["revision"].as_u64())
+                .with_context(|| format!("etcd on {node} gave no revision: {}", status.trim()))?;
+            anyhow::ensure!(revision == 1, "etcd on {node} is at revision {revision}, not a new cluster's 1");
+            let leases = etcdctl(&["lease", "list"]);
+            let leases = cluster.exec_ok(&node, &leases.iter().map(String::as_str).collect::<Vec<_>>()).await?;
+            anyhow::ensure!(leases.trim().starts_with("found 0 leases"), "etcd on {node} holds leases: {}", leases.trim());
+        }
+        Ok(())
     }
 }
 

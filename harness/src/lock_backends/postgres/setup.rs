@@ -7,7 +7,7 @@
 use super::server::{self, psql_on, HBA_CLIENTS};
 use super::{pgbouncer, replication, PORT, PROCESS};
 use crate::containers::Cluster;
-use crate::lock_backends::{BackendSetup, ClientConfig, Failover, KillSession, PostgresSettings, Unsupported};
+use crate::lock_backends::{BackendSetup, ClientConfig, Failover, KillSession, PostgresSettings, Unsupported, WarmReset};
 use anyhow::Context;
 use checker::{Event, EventType, Process};
 
@@ -64,6 +64,15 @@ async fn psql(cluster: &Cluster, sql: &str) -> anyhow::Result<String> {
 impl BackendSetup for Setup {
     fn keeps_its_resource(&self) -> bool {
         self.variant.transactional()
+    }
+
+    /// The session variant only: its locks live in the server's memory, gone with the server.
+    /// The others keep the protected counter in a table, or a standby's copy of it.
+    fn warm_reset(&self) -> Result<&dyn WarmReset, Unsupported> {
+        match self.variant {
+            Variant::Session => Ok(self),
+            _ => Err("its tables (or its standby) would need a template to come back from; only postgres-session runs warm"),
+        }
     }
 
     fn node_count(&self) -> usize {
@@ -253,5 +262,25 @@ mod tests {
         assert_eq!(line, r#"{"index":0,"time":120,"process":"resource","type":"ok","f":"write","key":"ledger","value":7,"client":2}"#);
         let ev = parse_row(r#"{"time" : 130, "client" : 1, "key" : "ledger", "f" : "dedup", "value" : 7, "op" : "1-p1-4"}"#).unwrap();
         assert_eq!(ev.op.as_deref(), Some("1-p1-4"));
+    }
+}
+
+/// A killed and restarted server holds no advisory lock and no client's session; what it keeps
+/// on disk (the client role, the settings) is the same for every run of the pool.
+#[async_trait::async_trait]
+impl WarmReset for Setup {
+    fn state_paths(&self) -> Vec<String> {
+        vec![]
+    }
+
+    async fn verify_empty(&self, cluster: &Cluster) -> anyhow::Result<()> {
+        let sql = format!(
+            "SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory') || ' ' || \
+             (SELECT count(*) FROM pg_stat_activity WHERE usename = '{}')",
+            server::CLIENT_ROLE
+        );
+        let found = psql_on(cluster, NODE, &sql).await?;
+        anyhow::ensure!(found.trim() == "0 0", "postgres on {NODE} holds advisory locks and client sessions (counts: {})", found.trim());
+        Ok(())
     }
 }

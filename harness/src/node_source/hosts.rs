@@ -1,10 +1,13 @@
 //! A run on the hosts of a nodes-file: the scenario checked against what hosts can do, the
 //! hosts connected and checked for what this scenario needs (before the run folder, so a host
-//! that cannot serve costs one line and nothing else), then claimed for the run.
+//! that cannot serve costs one line and nothing else), then claimed for the run; at its end,
+//! healed of everything the run did there.
 
-use crate::containers::{self, CONTROLLER_LABEL, RUN_LABEL};
+use super::{NodeSource, Nodes, NodesRecord, RunSite};
+use crate::containers::{self, teardown, Cluster, CONTROLLER_LABEL, RUN_LABEL};
 use crate::hosts::{self, HostNeeds, NodesFile, Owner, RemoteNodes, WorkerNetwork};
 use crate::node_image;
+use crate::node_image::IMAGE;
 use crate::run_store::RunDir;
 use crate::scenario::LoadedScenario;
 use bollard::Docker;
@@ -13,6 +16,39 @@ use std::net::Ipv4Addr;
 
 /// Every fault needs pgrep/pkill; a partition needs iptables.
 const FAULT_PACKAGES: &[&str] = &["procps", "iptables"];
+
+/// The hosts of a nodes-file as a run's nodes.
+pub struct HostNodes {
+    pub remote: RemoteNodes,
+}
+
+#[async_trait::async_trait]
+impl NodeSource for HostNodes {
+    /// A host claimed meanwhile by another run: this run's own claims are undone.
+    async fn claim(&self, dir: &RunDir, loaded: &LoadedScenario) -> anyhow::Result<()> {
+        claim(&self.remote, dir, loaded).await
+    }
+
+    /// The run's network holds the resource and the workers; the nodes are the hosts.
+    async fn provision(&self, docker: Docker, site: &RunSite<'_>) -> anyhow::Result<Nodes> {
+        let mut cluster = Cluster::create(docker, &site.dir.run_id, &site.dir.path, IMAGE, site.seed).await?;
+        cluster.attach_hosts(&self.remote.hosts, self.remote.file.workers.clone());
+        Ok(Nodes { cluster, to_start: vec![], servers_started: false })
+    }
+
+    /// The run's containers removed and the hosts healed side by side; both errors count.
+    async fn release(&self, docker: &Docker, site: &RunSite<'_>, _vouched: bool) -> anyhow::Result<()> {
+        let logs = site.dir.path.join("logs");
+        let (removed, healed) =
+            tokio::join!(teardown::remove_labelled(docker, Some(&site.dir.run_id), Some(&logs)), self.remote.teardown(&logs));
+        removed?;
+        healed.map(|_| ())
+    }
+
+    fn record(&self) -> NodesRecord {
+        NodesRecord { source: "ssh-hosts", ..Default::default() }
+    }
+}
 
 pub async fn connect(docker: &Docker, loaded: &LoadedScenario, file: &NodesFile) -> anyhow::Result<RemoteNodes> {
     crate::preflight::check_hosts(loaded, file)?;
