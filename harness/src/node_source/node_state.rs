@@ -37,7 +37,7 @@ set -u
 echo '## processes'; left_processes
 for table in filter nat mangle raw; do echo \"## iptables $table\"; iptables -w 5 -t $table -S 2>&1; done
 echo '## qdisc'; tc qdisc show dev eth0 2>&1 | sed 's/ refcnt [0-9]*//'
-echo '## files'; ls -d {FAULT_FILES} {} 2>/dev/null; true",
+echo '## files'; ls -d {FAULT_FILES} {} 2>/dev/null || true",
         state_paths.join(" ")
     )
 }
@@ -59,32 +59,46 @@ pub async fn inspect(cluster: &Cluster, node: &str, state_paths: &[String]) -> a
     cluster.exec_ok(node, &["bash", "-c", &inspect_script(state_paths)]).await
 }
 
-/// Kills every process the run left in `node`, after waking a paused container.
-pub async fn stop_processes(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+/// Unpauses `node` if a fault left it paused.
+async fn wake(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
     let member = cluster.member(node)?;
     let info = cluster.docker.inspect_container(member.container()?, None).await?;
     if info.state.and_then(|s| s.paused).unwrap_or(false) {
         cluster.thaw(node).await?;
     }
+    Ok(())
+}
+
+/// Kills every process the run left in `node`, after waking a paused container.
+pub async fn stop_processes(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+    wake(cluster, node).await?;
     let out = cluster.exec_ok(node, &["bash", "-c", &format!("{LEFT_PROCESSES}{STOP_SCRIPT}")]).await?;
     anyhow::ensure!(out.trim() == "left=0", "{node}: processes of the run would not die ({})", out.trim());
     Ok(())
 }
 
-/// Puts `node` back as it was built: its processes killed, the faults' files and `state_paths`
-/// removed, the filter table emptied and the confinement to `egress` laid again, no qdisc.
-pub async fn reset(cluster: &Cluster, node: &str, state_paths: &[String], egress: &Egress) -> anyhow::Result<()> {
-    stop_processes(cluster, node).await?;
+/// Puts `node` back as it was built (its processes killed, the faults' files and
+/// `state_paths` removed, the filter table emptied and the confinement to `egress` laid again,
+/// no qdisc) and reads its state after, in one exec: what [`inspect`] prints.
+pub async fn reset(cluster: &Cluster, node: &str, state_paths: &[String], egress: &Egress) -> anyhow::Result<String> {
+    wake(cluster, node).await?;
     // Lines, not `;`: the confinement is a here-document, which must end on a line of its own.
     let script = [
+        LEFT_PROCESSES.to_string(),
+        STOP_SCRIPT.to_string(),
         "set -e".to_string(),
         format!("rm -rf {FAULT_FILES} {}", state_paths.join(" ")),
         "iptables -w 5 -F; iptables -w 5 -X; for c in INPUT FORWARD OUTPUT; do iptables -w 5 -P $c ACCEPT; done".to_string(),
         egress.script(),
         "tc qdisc del dev eth0 root 2>/dev/null || true".to_string(),
+        inspect_script(state_paths),
     ]
     .join("\n");
-    cluster.exec_ok(node, &["bash", "-c", &script]).await.map(|_| ())
+    let (code, out) = cluster.exec(node, &["bash", "-c", &script]).await?;
+    anyhow::ensure!(code == 0, "the reset of {node} exited {code}: {}", out.trim().lines().last().unwrap_or(""));
+    let (left, state) = out.split_once('\n').unwrap_or((&out, ""));
+    anyhow::ensure!(left.trim() == "left=0", "{node}: processes of the run would not die ({})", left.trim());
+    Ok(state.to_string())
 }
 
 /// The first line where `now` differs from `baseline`, in words, or None when they agree.

@@ -141,8 +141,8 @@ impl Pool {
     /// hold nothing.
     async fn reset(&self, setup: &dyn BackendSetup, reset: &dyn WarmReset) -> anyhow::Result<()> {
         let egress = self.cluster.egress();
-        try_join_all(self.nodes.iter().map(|n| node_state::reset(&self.cluster, n, &self.state_paths, &egress))).await?;
-        self.verify_nodes().await?;
+        let states = try_join_all(self.nodes.iter().map(|n| node_state::reset(&self.cluster, n, &self.state_paths, &egress))).await?;
+        self.verify_nodes(states)?;
         tokio::time::timeout(SERVERS_START_LIMIT, setup.start(&self.cluster))
             .await
             .map_err(|_| anyhow::anyhow!("no answer within {SERVERS_START_LIMIT:?}"))
@@ -153,8 +153,7 @@ impl Pool {
 
     /// Every node reads as it did when the pool was built: no process left, the same rules in
     /// every table, no qdisc, no fault's file, no server state.
-    async fn verify_nodes(&self) -> anyhow::Result<()> {
-        let states = try_join_all(self.nodes.iter().map(|n| node_state::inspect(&self.cluster, n, &self.state_paths))).await?;
+    fn verify_nodes(&self, states: Vec<String>) -> anyhow::Result<()> {
         for (node, state) in self.nodes.iter().zip(states) {
             if let Some(difference) = node_state::difference(&self.baseline[node], &state) {
                 anyhow::bail!("{node} is not clean after its reset: {difference}");
