@@ -5,7 +5,7 @@
 
 pub mod fresh;
 pub mod hosts;
-mod node_state;
+pub mod node_state;
 pub mod warm_pool;
 
 use crate::containers::{Cluster, ContainerSpec};
