@@ -15,7 +15,7 @@ impl NodeSource for FreshContainers {
         let logs = site.dir.path.join("logs");
         let nodes = site.loaded.scenario.backend_setup().node_count();
         let to_start = (1..=nodes).map(|i| ContainerSpec::node(&format!("n{i}"), site.exe, &logs)).collect();
-        Ok(Nodes { cluster, to_start, servers_started: false })
+        Ok(Nodes { cluster, to_start })
     }
 
     async fn release(&self, docker: &Docker, site: &RunSite<'_>, _vouched: bool) -> anyhow::Result<()> {

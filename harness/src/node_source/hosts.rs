@@ -33,7 +33,7 @@ impl NodeSource for HostNodes {
     async fn provision(&self, docker: Docker, site: &RunSite<'_>) -> anyhow::Result<Nodes> {
         let mut cluster = Cluster::create(docker, &site.dir.run_id, &site.dir.path, IMAGE, site.seed).await?;
         cluster.attach_hosts(&self.remote.hosts, self.remote.file.workers.clone());
-        Ok(Nodes { cluster, to_start: vec![], servers_started: false })
+        Ok(Nodes { cluster, to_start: vec![] })
     }
 
     /// The run's containers removed and the hosts healed side by side; both errors count.

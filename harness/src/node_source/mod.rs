@@ -29,8 +29,6 @@ pub struct Nodes {
     pub cluster: Cluster,
     /// Node containers still to start (with the resource's, side by side): a fresh source's.
     pub to_start: Vec<ContainerSpec>,
-    /// The backend's servers were started (and shown empty) by the source: a warm pool's reset.
-    pub servers_started: bool,
 }
 
 /// One way of getting a run's nodes.
@@ -41,8 +39,16 @@ pub trait NodeSource: Send + Sync {
         Ok(())
     }
 
-    /// The run's network and nodes, clean: nothing of an earlier run in them.
+    /// The run's network and nodes.
     async fn provision(&self, docker: Docker, site: &RunSite<'_>) -> anyhow::Result<Nodes>;
+
+    /// Makes the nodes clean, beside the start of the run's own containers: Ok(true) when the
+    /// backend's servers were started too (a warm pool's reset), Ok(false) when they are still
+    /// to start. Err: the nodes cannot be vouched for; the run removes its containers and asks
+    /// `provision` again, which then builds fresh nodes (the reason goes to run.json).
+    async fn prepare(&self) -> anyhow::Result<bool> {
+        Ok(false)
+    }
 
     /// After the run (whatever its ending): its own containers removed with their logs saved,
     /// and its nodes torn down or, when `vouched` (the run ended normally, every fault healed),

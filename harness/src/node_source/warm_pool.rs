@@ -29,14 +29,27 @@ const SERVERS_START_LIMIT: Duration = Duration::from_secs(120);
 
 /// What makes two runs' nodes interchangeable: the backend, its server settings (a scenario
 /// with clock faults runs its servers under libfaketime), and the binary mounted in the nodes.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PoolKey(String);
+#[derive(Clone)]
+pub struct PoolKey {
+    name: String,
+    /// The backend as the scenario sets it up: what the pool resets and starts.
+    setup: Arc<dyn BackendSetup>,
+}
+
+impl PartialEq for PoolKey {
+    fn eq(&self, other: &PoolKey) -> bool {
+        self.name == other.name
+    }
+}
 
 impl PoolKey {
     pub fn of(loaded: &LoadedScenario, exe: &Path) -> PoolKey {
         let s = &loaded.scenario;
         let server = serde_json::to_string(&s.server).unwrap_or_default();
-        PoolKey(format!("{} faketime={} server={server} exe={}", s.backend.name(), s.nemesis.moves_clocks(), exe.display()))
+        PoolKey {
+            name: format!("{} faketime={} server={server} exe={}", s.backend.name(), s.nemesis.moves_clocks(), exe.display()),
+            setup: Arc::from(s.backend_setup()),
+        }
     }
 }
 
@@ -111,7 +124,7 @@ impl Pool {
         let id = format!("pool-{:016x}", rand::random::<u64>());
         let dir = std::env::temp_dir().join("lockchaos-pools").join(&id);
         std::fs::create_dir_all(dir.join("logs")).with_context(|| format!("cannot create the pool's folder {}", dir.display()))?;
-        let labels = HashMap::from([(POOL_LABEL.to_string(), key.0.clone())]);
+        let labels = HashMap::from([(POOL_LABEL.to_string(), key.name.clone())]);
         let cluster = match Cluster::create_labelled(docker, &id, &dir, IMAGE, site.seed, labels).await {
             Ok(cluster) => cluster,
             Err(e) => {
@@ -189,8 +202,18 @@ impl Pool {
 pub struct WarmNodes {
     pools: Arc<WarmPools>,
     key: PoolKey,
-    in_use: tokio::sync::Mutex<Option<Pool>>,
+    state: tokio::sync::Mutex<InUse>,
     record: Mutex<NodesRecord>,
+}
+
+#[derive(Default)]
+struct InUse {
+    /// The run's pool.
+    pool: Option<Pool>,
+    /// It came from the idle pools and is reset by `prepare`.
+    to_reset: bool,
+    /// A pool whose reset failed, torn down once the run's own containers are off its network.
+    failed: Option<(Pool, String)>,
 }
 
 impl WarmNodes {
@@ -201,61 +224,94 @@ impl WarmNodes {
         Some(WarmNodes {
             pools: pools.clone(),
             key: PoolKey::of(loaded, exe),
-            in_use: tokio::sync::Mutex::new(None),
+            state: tokio::sync::Mutex::new(InUse::default()),
             record: Mutex::new(NodesRecord { source: "warm-pool", ..Default::default() }),
         })
+    }
+
+    fn note(&self, pool: &Pool, built_cold_because: Option<String>) {
+        *self.record.lock().expect("record lock") =
+            NodesRecord { source: "warm-pool", pool: Some(pool.id.clone()), run_in_pool: Some(pool.runs), built_cold_because };
     }
 }
 
 #[async_trait::async_trait]
 impl NodeSource for WarmNodes {
+    /// An idle pool of this kind (reset by `prepare`), or, when there is none or the last one
+    /// failed its check, a pool built now.
     async fn provision(&self, docker: Docker, site: &RunSite<'_>) -> anyhow::Result<Nodes> {
-        let setup = site.loaded.scenario.backend_setup();
-        let reset = setup.warm_reset().map_err(anyhow::Error::msg)?;
+        let mut state = self.state.lock().await;
         let mut built_cold_because = None;
-        if let Some(mut pool) = self.pools.take(&self.key) {
-            match pool.reset(setup.as_ref(), reset).await {
-                Ok(()) => {
-                    pool.runs += 1;
-                    return Ok(self.use_pool(pool, site, true, None).await);
-                }
-                Err(e) => {
-                    built_cold_because = Some(format!("warm pool {}: {e:#}", pool.id));
-                    let _ = pool.tear_down().await;
-                }
-            }
+        if let Some((failed, why)) = state.failed.take() {
+            built_cold_because = Some(why);
+            let _ = failed.tear_down().await;
         }
-        let mut pool = Pool::build(docker, self.key.clone(), site, setup.node_count(), reset.state_paths()).await?;
-        pool.runs = 1;
-        Ok(self.use_pool(pool, site, false, built_cold_because).await)
+        let (pool, to_reset) = match self.pools.take(&self.key) {
+            Some(mut pool) => {
+                pool.runs += 1;
+                (pool, true)
+            }
+            None => {
+                let setup = self.key.setup.as_ref();
+                let reset = setup.warm_reset().map_err(anyhow::Error::msg)?;
+                let mut pool = Pool::build(docker, self.key.clone(), site, setup.node_count(), reset.state_paths()).await?;
+                pool.runs = 1;
+                (pool, false)
+            }
+        };
+        self.note(&pool, built_cold_because);
+        let cluster = pool.cluster.join(&site.dir.run_id, &site.dir.path);
+        *state = InUse { pool: Some(pool), to_reset, failed: None };
+        Ok(Nodes { cluster, to_start: vec![] })
     }
 
+    async fn prepare(&self) -> anyhow::Result<bool> {
+        let mut state = self.state.lock().await;
+        if !state.to_reset {
+            return Ok(false);
+        }
+        let pool = state.pool.as_ref().expect("provisioned");
+        let setup = self.key.setup.as_ref();
+        let reset = setup.warm_reset().map_err(anyhow::Error::msg)?;
+        match pool.reset(setup, reset).await {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                let why = format!("warm pool {}: {e:#}", pool.id);
+                let pool = state.pool.take().expect("provisioned");
+                state.failed = Some((pool, why.clone()));
+                Err(anyhow::anyhow!(why))
+            }
+        }
+    }
+
+    /// The run's containers removed beside the servers' stop; the pool handed back when the
+    /// run vouches for it, else torn down.
     async fn release(&self, docker: &Docker, site: &RunSite<'_>, vouched: bool) -> anyhow::Result<()> {
         let logs = site.dir.path.join("logs");
-        let removed = teardown::remove_labelled(docker, Some(&site.dir.run_id), Some(&logs)).await;
-        if let Some(pool) = self.in_use.lock().await.take() {
-            let ended = pool.end_run(&logs).await;
+        let mut state = self.state.lock().await;
+        let pool = state.pool.take();
+        let ended = async {
+            match &pool {
+                Some(pool) => pool.end_run(&logs).await,
+                None => Ok(()),
+            }
+        };
+        let (removed, ended) = tokio::join!(teardown::remove_labelled(docker, Some(&site.dir.run_id), Some(&logs)), ended);
+        if let Some((failed, _)) = state.failed.take() {
+            failed.tear_down().await?;
+        }
+        if let Some(pool) = pool {
             if vouched && ended.is_ok() && removed.is_ok() {
                 self.pools.hand_back(pool).await;
             } else {
                 pool.tear_down().await?;
             }
-            ended?;
         }
+        ended?;
         removed.map(|_| ())
     }
 
     fn record(&self) -> NodesRecord {
         self.record.lock().expect("record lock").clone()
-    }
-}
-
-impl WarmNodes {
-    async fn use_pool(&self, pool: Pool, site: &RunSite<'_>, servers_started: bool, built_cold_because: Option<String>) -> Nodes {
-        let cluster = pool.cluster.join(&site.dir.run_id, &site.dir.path);
-        *self.record.lock().expect("record lock") =
-            NodesRecord { source: "warm-pool", pool: Some(pool.id.clone()), run_in_pool: Some(pool.runs), built_cold_because };
-        *self.in_use.lock().await = Some(pool);
-        Nodes { cluster, to_start: vec![], servers_started }
     }
 }

@@ -64,9 +64,21 @@ pub fn worker_spec(ctx: &RunContext, name: &str, config: &Path, events: &Path) -
 }
 
 pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events::EventSink) -> anyhow::Result<Provisioned> {
+    // A warm pool that fails its check is replaced once by fresh nodes (node_source/).
+    match provision_once(docker.clone(), ctx, events).await? {
+        Some(provisioned) => Ok(provisioned),
+        None => {
+            crate::containers::teardown::remove_labelled(&docker, Some(&ctx.dir.run_id), None).await?;
+            provision_once(docker, ctx, events).await?.context("fresh nodes could not be vouched for")
+        }
+    }
+}
+
+/// None: the source could not vouch for its nodes (the run's containers so far are to go).
+async fn provision_once(docker: Docker, ctx: &RunContext, events: &crate::events::EventSink) -> anyhow::Result<Option<Provisioned>> {
     let s = &ctx.loaded.scenario;
     // The nodes from wherever they come (node_source/): fresh containers still to start, a warm
-    // pool's reset and verified, or hosts.
+    // pool's, or hosts.
     let nodes = ctx.nodes.provision(docker, &ctx.site()).await?;
     let cluster = nodes.cluster;
     let backend = s.backend_setup();
@@ -74,11 +86,13 @@ pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events:
         ResourceKind::Postgres => vec!["sleep".into(), "infinity".into()],
         ResourceKind::Ledger => ledger_cmd(ctx),
     };
-    // The containers start together: each is a create and a start of its own (fixed name and
-    // address), and Docker does them side by side.
-    let started = nodes.to_start.into_iter().map(|spec| cluster.start(spec));
-    let (started, resource) =
-        futures_util::future::join(futures_util::future::try_join_all(started), cluster.start(resource_spec(ctx, resource_cmd))).await;
+    // The containers start together (each is a create and a start of its own, fixed name and
+    // address, and Docker does them side by side), and beside them the source makes its nodes
+    // clean (a warm pool's reset and check).
+    let started = futures_util::future::try_join_all(nodes.to_start.into_iter().map(|spec| cluster.start(spec)));
+    let (started, resource, prepared) =
+        futures_util::future::join3(started, cluster.start(resource_spec(ctx, resource_cmd)), ctx.nodes.prepare()).await;
+    let Ok(servers_started) = prepared else { return Ok(None) };
     let started = started?;
     let resource = resource?;
     // Before any server starts: from here on they reach the run's containers and nothing else.
@@ -101,7 +115,7 @@ pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events:
     // A server that never answers (a commit waiting for a standby that is not there) must not
     // hang the run: setup has a deadline.
     let backend_ready = async {
-        if nodes.servers_started {
+        if servers_started {
             return Ok(());
         }
         tokio::time::timeout(BACKEND_START_LIMIT, backend.start(&cluster))
@@ -114,7 +128,7 @@ pub async fn provision(docker: Docker, ctx: &RunContext, events: &crate::events:
     // over a resource that died of the same cause.
     let (resource_port, (), ()) = tokio::try_join!(resource_ready, backend_ready, check_binary_runs_in_image(&cluster))?;
     wait_for_port(&cluster, "resource", resource_port).await?;
-    Ok(Provisioned { cluster, backend, resource: SocketAddr::new(resource.ip.into(), resource_port) })
+    Ok(Some(Provisioned { cluster, backend, resource: SocketAddr::new(resource.ip.into(), resource_port) }))
 }
 
 /// The resource's container: the one that holds the run's key (in its environment), to check
