@@ -48,10 +48,10 @@ fn inversion_2000() {
                 let (r, t) = timed(&events, &opts);
                 let how = r.failures.first().map_or("", |f| if f.rule.is_some() { " (by a rule)" } else { " (by the search)" });
                 println!(
-                    "{ops} ops info {info} seed {seed} {:7}: {}{how} in {:.3} s ({} ops, {} indeterminate)",
+                    "{ops} ops info {info} seed {seed} {:7}: {}{how} in {:.2} ms ({} ops, {} indeterminate)",
                     if valid { "valid" } else { "invalid" },
                     r.verdict,
-                    t.as_secs_f64(),
+                    t.as_secs_f64() * 1e3,
                     r.operations,
                     r.indeterminate
                 );
@@ -64,4 +64,23 @@ fn inversion_2000() {
         }
     }
     println!("worst: {:.3} s", worst.as_secs_f64());
+}
+
+/// Not timing: the class gets a definite verdict (invalid by rule 4, valid by the search) at a
+/// moderate size, with a generous timeout, in any build.
+#[test]
+fn the_inversion_class_is_decided_not_unknown() {
+    let mut opts = Options::new(Duration::from_secs(120));
+    opts.threads = 1;
+    for (seed, info) in [(0, 0.03), (1, 0.06), (2, 0.06)] {
+        for valid in [false, true] {
+            let events = inversion(&Inversion { ops: 800, clients: 10, info, valid }, seed);
+            let (r, _) = timed(&events, &opts);
+            assert_eq!(r.verdict, if valid { Verdict::Valid } else { Verdict::Invalid }, "seed {seed} info {info}: {:?}", r.notes);
+            if !valid {
+                let rule = r.failures[0].rule.as_deref().expect("proved by a rule");
+                assert!(rule.starts_with("new-old inversion: "), "{rule}");
+            }
+        }
+    }
 }
