@@ -116,7 +116,13 @@ fn latest_call(facts: &[RegisterFact<'_>], members: &[usize]) -> (i64, usize) {
 
 /// Two nodes a, b with `a.u < b.l` and `b.u < a.l`, if any.
 fn overlapping_pair<'a>(nodes: &mut [Node<'a>]) -> Option<(Node<'a>, Node<'a>)> {
-    nodes.sort_by_key(|n| (n.u, n.l));
+    // Ties (an ok cas bounds both the value it found and the one it stored) broken by the
+    // operation a node is defined by, so that the evidence does not depend on hashing.
+    let id = |n: &Node<'_>| match n.kind {
+        Kind::Once(_, f) | Kind::Definite(_, f) => f,
+        Kind::Initial(_) => usize::MAX,
+    };
+    nodes.sort_by_key(|n| (n.u, n.l, id(n)));
     // For each prefix, the positions of the node with the greatest `l` and of the one with the
     // next greatest (another node), so that for any b one of them is not b.
     let mut top: Vec<(usize, Option<usize>)> = Vec::with_capacity(nodes.len());
