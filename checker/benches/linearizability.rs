@@ -18,6 +18,9 @@
 #[path = "../tests/linearizability_gen.rs"]
 #[allow(unused_imports)] // its own tests' `use super::*`, compiled here too
 mod gen;
+#[path = "../tests/inversion_gen.rs"]
+#[allow(unused_imports)]
+mod inversion_gen;
 
 use checker::linearizability::{check_with, Linearizability, ModelKind, Options};
 use checker::{Event, EventType, Verdict};
@@ -116,7 +119,8 @@ fn bench(c: &mut Criterion) {
     group.finish();
 
     // The class the search alone gives up on (2,000 ops, 10 clients, 6% indeterminate, one
-    // anomaly near the end), with the rules (refute.rs): valid, a value never written, stale.
+    // anomaly near the end), with the rules (refute.rs, reigns.rs): valid, a value never
+    // written, stale, and a new-old inversion's twins.
     let mut rules = opts(Duration::from_secs(60));
     rules.rules = true;
     let mut group = c.benchmark_group("linearizability_rules");
@@ -128,10 +132,15 @@ fn bench(c: &mut Criterion) {
     g.fail = 0.02;
     let mut stale = generate(&g, 0);
     gen::stale_last_read(&mut stale);
+    // Issue #25's new-old inversion (tests/inversion_gen.rs), 2,000 invocations, 6%: rule 4.
+    let twin = |valid| inversion_gen::inversion(&inversion_gen::Inversion { ops: 2000, clients: 10, info: 0.06, valid }, 0);
+    let (inversion_valid, inversion_invalid) = (twin(true), twin(false));
     for (name, events, want) in [
         ("cas_register_2000ops_6pct_info_valid", &valid, Verdict::Valid),
         ("cas_register_2000ops_6pct_info_never_written", &never, Verdict::Invalid),
         ("cas_register_2000ops_6pct_info_stale", &stale, Verdict::Invalid),
+        ("inversion_2000ops_6pct_info_valid", &inversion_valid, Verdict::Valid),
+        ("inversion_2000ops_6pct_info_invalid", &inversion_invalid, Verdict::Invalid),
     ] {
         checked(name, events, ModelKind::CasRegister, &rules, &[want]);
         group.bench_function(name, |b| b.iter(|| check_with(events, ModelKind::CasRegister, &rules).unwrap()));

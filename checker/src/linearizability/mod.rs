@@ -2,6 +2,7 @@
 //!
 //! - `model.rs`: what a model is (spec); `models/`: mutex, register, cas-register, kv;
 //! - `pairing.rs`: events → operations (invoke + completion per client process);
+//! - `refute.rs`, `reigns.rs`: rules that prove a partition invalid before any search;
 //! - `search.rs`: Wing–Gong–Lowe search with memoisation (the checker, model-agnostic), over
 //!   `entries.rs` (the history as a linked list) and `bitset.rs` (the memo's key);
 //! - here: partitioning (P-compositionality), running partitions in parallel, the result.
@@ -19,6 +20,7 @@ pub mod model;
 pub mod models;
 mod pairing;
 pub mod refute;
+mod reigns;
 mod search;
 
 pub use model::{partition_by_key, HistoryOp, Model, Op, Partition};

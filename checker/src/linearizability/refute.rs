@@ -20,6 +20,7 @@
 //! (the initial value included when v is it) returned before some definite mutation W of
 //! another value was called, W having returned before R was called.
 //! Rule 3 (the mutex), **overlapping holds**: see [`mutex`].
+//! Rule 4, **overlapping reigns** (a new-old inversion): see reigns.rs.
 
 use super::model::HistoryOp;
 use serde_json::Value;
@@ -61,8 +62,8 @@ pub struct Refutation {
     pub rule: String,
 }
 
-/// Checks rules 1 and 2 over one register's operations (history order); the first reader
-/// (by call) that breaks one.
+/// Checks rules 1 and 2 over one register's operations (history order), the first reader (by
+/// call) that breaks one; then rule 4 (reigns.rs).
 pub fn register(initial: &Value, facts: &[RegisterFact<'_>]) -> Option<Refutation> {
     // Definite mutations by ret, to sweep in step with the readers by call.
     let mut definite: Vec<(usize, usize, &Value, u64)> = facts.iter().filter_map(|f| Some((f.ret?, f.call, f.stores?, f.index))).collect();
@@ -95,7 +96,7 @@ pub fn register(initial: &Value, facts: &[RegisterFact<'_>]) -> Option<Refutatio
             }
         }
     }
-    None
+    super::reigns::overlapping_reigns(initial, facts)
 }
 
 /// Of the items offered so far, the one with the greatest score, and the one with the greatest
