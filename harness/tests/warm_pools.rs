@@ -138,3 +138,51 @@ async fn a_pool_whose_node_died_is_torn_down_and_the_run_built_cold() {
     let left = teardown::remove_labelled(&docker, Some(&idle[0]), None).await.unwrap();
     assert_eq!((left.containers, left.networks), (0, 0), "the dead pool was torn down");
 }
+
+/// The pools' containers and networks whose controller is the process `pid`.
+fn pool_items_of(pid: u32) -> usize {
+    let list = |what: &str| {
+        let out = std::process::Command::new("docker")
+            .args([what, "ls", "-a", "--filter", "label=lockchaos.pool", "--format", "{{.Label \"lockchaos.controller\"}}"])
+            .args(if what == "network" { vec![] } else { vec!["--no-trunc"] })
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.split(':').next() == Some(&pid.to_string())).count()
+    };
+    list("container") + list("network")
+}
+
+/// A warm series stopped by Ctrl-C leaves no pool behind; one killed by SIGKILL leaves its pool
+/// to `lockchaos clean`, which removes it.
+#[test]
+fn ctrl_c_leaves_no_pool_and_clean_removes_a_killed_series_pool() {
+    use nix::sys::signal::{kill, Signal};
+    for signal in [Signal::SIGINT, Signal::SIGKILL] {
+        let store = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lockchaos"))
+            .args(["scenario", "redis-single-baseline", "--quiet", "--test-count", "5", "--time-limit", "3"])
+            .args(["--store", store.path().to_str().unwrap()])
+            .env("CI", "true")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Into the second run: the first has handed its pool back, the second took it.
+        let runs = store.path().join("redis-single-baseline");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0) < 2 || pool_items_of(child.id()) == 0 {
+            assert!(std::time::Instant::now() < deadline, "the second run never started");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
+        child.wait().unwrap();
+        if signal == Signal::SIGKILL {
+            assert!(pool_items_of(child.id()) > 0, "a killed series cannot remove its pool");
+            let clean = std::process::Command::new(env!("CARGO_BIN_EXE_lockchaos")).arg("clean").env("CI", "true").output().unwrap();
+            let said = String::from_utf8_lossy(&clean.stdout);
+            assert!(said.contains("removed warm pool pool-"), "{said}");
+        }
+        assert_eq!(pool_items_of(child.id()), 0, "{signal}: a pool of the series is left");
+    }
+}
