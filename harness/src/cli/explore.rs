@@ -83,8 +83,12 @@ struct SearchArgs {
     /// Each is named by its pin (`redis-py-lock-pause.redis-8.2.0`), as the matrix's rows are.
     #[arg(long, value_name = "PROJECT==VERSION,...")]
     client_env: Option<String>,
-    #[command(flatten)]
-    warm: super::warm::WarmArgs,
+    /// Build every run's nodes from fresh containers (otherwise the campaign's runs keep their
+    /// backend's nodes warm between runs, reset and checked: see --help of `scenario`). A
+    /// plain flag here, not the shared one: clap tells this optional group's presence by its
+    /// own arguments.
+    #[arg(long)]
+    cold: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -138,7 +142,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut exit = 0;
     // One set of pools for every campaign: the versions' runs share their backend's nodes.
-    let pools = a.warm.pools(u64::MAX, a.jobs as usize);
+    let pools = super::warm::WarmArgs { cold: a.cold }.pools(u64::MAX, a.jobs as usize);
     for base in bases {
         let code = campaign(base, opts.clone(), seed, a.quiet, pools.clone()).await;
         match code {

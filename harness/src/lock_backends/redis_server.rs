@@ -84,7 +84,8 @@ pub async fn start(cluster: &Cluster, node: &str, options: ServerOptions) -> any
     let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
     cluster.exec_ok(node, &cmd).await.with_context(|| format!("starting redis-server in {node}"))?;
     let what = format!("redis on {node} answering PING");
-    wait::until(&what, Duration::from_secs(15), Duration::from_millis(100), || async {
+    // A daemonized server listens within milliseconds: ask often.
+    wait::until(&what, Duration::from_secs(15), Duration::from_millis(20), || async {
         let (code, out) = cluster.exec(node, &["redis-cli", "-p", &port, "ping"]).await?;
         Ok(wait::ready_if(code == 0 && out.contains("PONG"), out))
     })
@@ -300,12 +301,13 @@ impl WarmReset for IndependentServers {
         vec![AOF_DIR.to_string()]
     }
 
-    /// No key in any server.
+    /// No key in any server (asked side by side).
     async fn verify_empty(&self, cluster: &Cluster) -> anyhow::Result<()> {
         let port = PORT.to_string();
-        for k in 1..=self.nodes {
-            let node = format!("n{k}");
-            let keys = cluster.exec_ok(&node, &["redis-cli", "-p", &port, "DBSIZE"]).await?;
+        let nodes: Vec<String> = (1..=self.nodes).map(|k| format!("n{k}")).collect();
+        let dbsize = ["redis-cli", "-p", port.as_str(), "DBSIZE"];
+        let answers = futures_util::future::try_join_all(nodes.iter().map(|n| cluster.exec_ok(n, &dbsize))).await?;
+        for (node, keys) in nodes.iter().zip(answers) {
             anyhow::ensure!(keys.trim() == "0", "redis on {node} holds {} key(s) of an earlier run", keys.trim());
         }
         Ok(())
