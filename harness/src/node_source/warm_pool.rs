@@ -56,9 +56,14 @@ impl PoolKey {
 /// The idle pools of one lockchaos process, for its runs to take and hand back.
 pub struct WarmPools {
     idle: Mutex<Vec<Pool>>,
-    /// Idle pools kept at most (the oldest goes first): one per run that can be going at once.
+    /// Idle pools of one kind kept at most (one per run that can be going at once); of all
+    /// kinds, [`KINDS_KEPT`] times that (a campaign's schedules switch between Redis with and
+    /// without libfaketime, say). The oldest goes first.
     keep: usize,
 }
+
+/// Kinds of pool kept idle at once, at most.
+const KINDS_KEPT: usize = 4;
 
 impl WarmPools {
     pub fn new(keep: usize) -> Arc<WarmPools> {
@@ -74,9 +79,16 @@ impl WarmPools {
     async fn hand_back(&self, pool: Pool) {
         let evicted = {
             let mut idle = self.idle.lock().expect("pools lock");
+            let key = pool.key.clone();
             idle.push(pool);
-            let over = idle.len().saturating_sub(self.keep);
-            idle.drain(..over).collect::<Vec<_>>()
+            let mut evicted = vec![];
+            while idle.iter().filter(|p| p.key == key).count() > self.keep {
+                let oldest = idle.iter().position(|p| p.key == key).expect("counted");
+                evicted.push(idle.remove(oldest));
+            }
+            let over = idle.len().saturating_sub(self.keep * KINDS_KEPT);
+            evicted.extend(idle.drain(..over));
+            evicted
         };
         join_all(evicted.into_iter().map(Pool::tear_down)).await;
     }
