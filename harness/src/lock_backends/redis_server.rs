@@ -297,8 +297,10 @@ pub async fn release_on(server: &mut dyn LockServer, key: &str, grant: &Grant) -
 
 #[async_trait::async_trait]
 impl WarmReset for IndependentServers {
+    /// The AOF, and the snapshot a server started in / would load (none is ever saved with
+    /// `--save ""`, but a replica of some master writes the master's data there).
     fn state_paths(&self) -> Vec<String> {
-        vec![AOF_DIR.to_string()]
+        vec![AOF_DIR.to_string(), "/dump.rdb".to_string()]
     }
 
     /// No key in any server (asked side by side).
