@@ -242,6 +242,26 @@ fn parse_row(line: &str) -> anyhow::Result<Event> {
     Ok(ev)
 }
 
+/// A killed and restarted server holds no advisory lock and no client's session; what it keeps
+/// on disk (the client role, the settings) is the same for every run of the pool.
+#[async_trait::async_trait]
+impl WarmReset for Setup {
+    fn state_paths(&self) -> Vec<String> {
+        vec![]
+    }
+
+    async fn verify_empty(&self, cluster: &Cluster) -> anyhow::Result<()> {
+        let sql = format!(
+            "SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory') || ' ' || \
+             (SELECT count(*) FROM pg_stat_activity WHERE usename = '{}')",
+            server::CLIENT_ROLE
+        );
+        let found = psql_on(cluster, NODE, &sql).await?;
+        anyhow::ensure!(found.trim() == "0 0", "postgres on {NODE} holds advisory locks and client sessions (counts: {})", found.trim());
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,25 +282,5 @@ mod tests {
         assert_eq!(line, r#"{"index":0,"time":120,"process":"resource","type":"ok","f":"write","key":"ledger","value":7,"client":2}"#);
         let ev = parse_row(r#"{"time" : 130, "client" : 1, "key" : "ledger", "f" : "dedup", "value" : 7, "op" : "1-p1-4"}"#).unwrap();
         assert_eq!(ev.op.as_deref(), Some("1-p1-4"));
-    }
-}
-
-/// A killed and restarted server holds no advisory lock and no client's session; what it keeps
-/// on disk (the client role, the settings) is the same for every run of the pool.
-#[async_trait::async_trait]
-impl WarmReset for Setup {
-    fn state_paths(&self) -> Vec<String> {
-        vec![]
-    }
-
-    async fn verify_empty(&self, cluster: &Cluster) -> anyhow::Result<()> {
-        let sql = format!(
-            "SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory') || ' ' || \
-             (SELECT count(*) FROM pg_stat_activity WHERE usename = '{}')",
-            server::CLIENT_ROLE
-        );
-        let found = psql_on(cluster, NODE, &sql).await?;
-        anyhow::ensure!(found.trim() == "0 0", "postgres on {NODE} holds advisory locks and client sessions (counts: {})", found.trim());
-        Ok(())
     }
 }
