@@ -300,11 +300,18 @@ pub fn mutex(facts: &[MutexFact]) -> Option<Refutation> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::{register, RegisterFact};
     use serde_json::{json, Value};
 
-    fn op<'a>(index: u64, call: usize, ret: Option<usize>, reads: Option<&'a Value>, stores: Option<&'a Value>) -> RegisterFact<'a> {
+    /// A fact in the tests' shorthand (reigns.rs's tests share it).
+    pub(crate) fn op<'a>(
+        index: u64,
+        call: usize,
+        ret: Option<usize>,
+        reads: Option<&'a Value>,
+        stores: Option<&'a Value>,
+    ) -> RegisterFact<'a> {
         RegisterFact { index, call, ret, reads, stores }
     }
 

@@ -180,12 +180,9 @@ fn refutation(facts: &[RegisterFact<'_>], a: &Node<'_>, b: &Node<'_>) -> Refutat
 
 #[cfg(test)]
 mod tests {
+    use super::super::refute::tests::op;
     use super::*;
     use serde_json::json;
-
-    fn op<'a>(index: u64, call: usize, ret: Option<usize>, reads: Option<&'a Value>, stores: Option<&'a Value>) -> RegisterFact<'a> {
-        RegisterFact { index, call, ret, reads, stores }
-    }
 
     #[test]
     fn the_inversion_is_refuted_and_its_valid_twin_is_not() {
