@@ -219,11 +219,6 @@ impl Cluster {
         }
     }
 
-    /// The members' names, with their container ids (None for a host).
-    pub fn members(&self) -> Vec<Member> {
-        self.members.lock().expect("members lock").clone()
-    }
-
     /// Where the run's containers may send (egress.rs): the run's network and the hosts its
     /// nodes are on, never the gateway (the machine running lockchaos).
     pub fn egress(&self) -> super::egress::Egress {
