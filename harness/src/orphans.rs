@@ -285,6 +285,7 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
         warnings,
         not_applied: skipped_faults(&events),
         refused_requests: run_verdict::refused(&dir.path),
+        unknown_cause: (outcome == Outcome::Unknown).then_some(results::UnknownCause::Interrupted),
         properties: check,
         claims,
     };

@@ -291,6 +291,7 @@ mod tests {
             warnings: vec![],
             not_applied: vec![],
             refused_requests: Default::default(),
+            unknown_cause: None,
             properties: checker::check(&[], &checker::CheckOptions::default()),
             claims: vec![],
         }

@@ -62,6 +62,7 @@ fn results(scenario: &str, ended: Ended) -> String {
         warnings: vec![],
         not_applied: vec![],
         refused_requests: Default::default(),
+        unknown_cause: None,
         properties: checker::check(&[], &checker::CheckOptions::default()),
         claims: vec![],
     };

@@ -59,6 +59,7 @@ fn results(history: &[Event]) -> RunResults {
         warnings: vec![HOSTILE.into()],
         not_applied: vec![],
         refused_requests: Default::default(),
+        unknown_cause: None,
         properties,
         claims: vec![],
     }

@@ -100,6 +100,7 @@ fn results_for(history: &[Event], expect: Expectation) -> RunResults {
         warnings: vec![],
         not_applied: vec![],
         refused_requests: Default::default(),
+        unknown_cause: None,
         properties,
         claims: vec![],
     }

@@ -8,8 +8,10 @@
 mod claims;
 pub mod explore;
 mod run_results;
+mod unknown_cause;
 mod vocabulary;
 
 pub use claims::{Bounds, ClaimCheck, Claims};
 pub use run_results::{RefusedRequests, ResultsFileError, RunResults, WorkerFate, WorkerStatus, RESULTS_JSON_LIMIT};
+pub use unknown_cause::UnknownCause;
 pub use vocabulary::{Expectation, FaultPhase, Outcome};

@@ -57,6 +57,10 @@ pub struct RunResults {
     /// client program) tried to write the record. A run with any is not `safe`.
     #[serde(default, skip_serializing_if = "RefusedRequests::is_empty")]
     pub refused_requests: RefusedRequests,
+    /// Why the outcome is unknown, when it is (None otherwise, and in results.json files
+    /// written before it was recorded: [`RunResults::unknown_cause`] infers it then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_cause: Option<crate::UnknownCause>,
     /// Each property's verdict, counts and evidence.
     pub properties: CheckResults,
     /// The scenario's claimed figures (`[claims]`), as this run measured them.

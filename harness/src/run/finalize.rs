@@ -80,6 +80,7 @@ pub fn check_and_report(
         warnings,
         not_applied: record.not_applied,
         refused_requests,
+        unknown_cause: None,
         properties: check,
         claims,
     };

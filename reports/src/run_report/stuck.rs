@@ -83,6 +83,7 @@ mod tests {
             warnings: vec![],
             not_applied: vec![],
             refused_requests: Default::default(),
+            unknown_cause: None,
             properties,
             claims: vec![],
         }

@@ -51,6 +51,7 @@ pub fn run(scenario: &str, expect: Expectation, lose: bool) -> RunResults {
         warnings: vec![],
         not_applied: vec![],
         refused_requests: Default::default(),
+        unknown_cause: None,
         properties,
         claims: vec![],
     }

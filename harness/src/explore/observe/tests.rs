@@ -47,6 +47,7 @@ impl H {
             warnings: vec![],
             not_applied: vec![],
             refused_requests: Default::default(),
+            unknown_cause: None,
             properties,
             claims: vec![],
         };

@@ -1,0 +1,66 @@
+//! Why a run ended `unknown`: one of a few stated kinds, so a tally counts verdicts only and a
+//! night of broken runners is not read as a night of regressions.
+
+use crate::{Outcome, RunResults};
+use serde::{Deserialize, Serialize};
+
+/// Why a run could not vouch either way. The kinds are ordered by precedence: when several
+/// hold, the first in this order is the one named (an interruption explains the rest).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, strum::Display, strum::IntoStaticStr, strum::EnumIter)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum UnknownCause {
+    /// Ctrl-C or SIGTERM, or the lockchaos process gone (the run finished by `clean`).
+    Interrupted,
+    /// The machine under the run: a container that did not start, a Docker error, a backend
+    /// that would not come up, a node too loaded to keep a timed trigger.
+    Infrastructure,
+    /// The client program under test broke: it was unusable (outside the protocol, refused its
+    /// start), died with no fault on it, or sent requests as somebody else.
+    ClientBroken,
+    /// A planned fault did not take effect (its injection failed, its trigger never held).
+    FaultNotApplied,
+    /// The whole run was seen and every fault took effect, but the checker could not decide
+    /// (its search ran out of time, or nothing was written to judge).
+    Undecided,
+}
+
+impl UnknownCause {
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// The kind in words a reader takes in at a glance.
+    pub fn words(self) -> &'static str {
+        match self {
+            UnknownCause::Interrupted => "interrupted",
+            UnknownCause::Infrastructure => "infrastructure",
+            UnknownCause::ClientBroken => "client program broken",
+            UnknownCause::FaultNotApplied => "fault not applied",
+            UnknownCause::Undecided => "checker undecided",
+        }
+    }
+
+    /// The cause of an unknown run as its results say it, for results.json files written before
+    /// the cause was recorded: an interruption or error (told apart only by the recorded cause,
+    /// so counted as an interruption), requests refused (a client writing as somebody else),
+    /// faults not applied, else the checker.
+    pub fn inferred(results: &RunResults) -> UnknownCause {
+        if results.interrupted {
+            UnknownCause::Interrupted
+        } else if !results.refused_requests.is_empty() {
+            UnknownCause::ClientBroken
+        } else if !results.not_applied.is_empty() {
+            UnknownCause::FaultNotApplied
+        } else {
+            UnknownCause::Undecided
+        }
+    }
+}
+
+impl RunResults {
+    /// Why this run ended unknown; None when it reached a verdict.
+    pub fn unknown_cause(&self) -> Option<UnknownCause> {
+        (self.outcome == Outcome::Unknown).then(|| self.unknown_cause.unwrap_or_else(|| UnknownCause::inferred(self)))
+    }
+}
