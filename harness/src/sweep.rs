@@ -45,8 +45,7 @@ pub async fn run_sweep(scenarios: Vec<LoadedScenario>, opts: &SweepOptions, even
     let mut exit_code = 0;
     'scenarios: for loaded in scenarios {
         let ceiling = ceiling_per_sec(&loaded);
-        let mut line =
-            SweepLine { scenario: loaded.name.to_string(), label: row(&loaded.scenario), ceiling_per_sec: ceiling, points: Vec::new() };
+        let mut line = SweepLine::new(loaded.name.to_string(), row(&loaded.scenario), ceiling);
         let loaded = Arc::new(loaded);
         for &clients in &opts.clients {
             let run_opts = RunOptions {
@@ -81,7 +80,7 @@ pub async fn run_sweep(scenarios: Vec<LoadedScenario>, opts: &SweepOptions, even
                 (_, true) => 0,
                 (_, false) => 1,
             });
-            line.points.push(point);
+            line.push(point);
             if series.error.is_some() || series.interrupted_by_signal {
                 exit_code = 2;
                 sweep.lines.push(line);

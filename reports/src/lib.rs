@@ -4,12 +4,14 @@
 //! Escaping, page by page: maud escapes every spliced value as text or as an attribute (always
 //! double-quoted); every link is an [`href::Href`], a relative path of percent-encoded segments.
 
+pub mod change;
 pub mod decision_table;
 pub mod explore;
 pub mod href;
 pub mod junit;
 pub mod matrix;
 mod page;
+pub mod rate;
 pub mod run_index;
 pub mod run_report;
 pub mod sweep;

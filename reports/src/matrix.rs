@@ -3,8 +3,9 @@
 //! matched its scenario's expectation. The seed's table, measured.
 
 use crate::href::Href;
+use crate::rate::Rate;
 use maud::{html, Markup};
-use results::{Outcome, RunResults};
+use results::{Outcome, RunResults, UnknownCause};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -75,6 +76,12 @@ pub struct RunTally {
     /// conflict, claims refused, operations sent again.
     #[serde(default)]
     pub retries: u64,
+    /// The rate of violations among the runs with a verdict, with its 95% interval; unknown
+    /// runs are not in it (they are counted by cause in `unknown`).
+    pub violation_rate: Rate,
+    /// The unknown runs by why they ended unknown.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unknown: BTreeMap<UnknownCause, u32>,
     pub reports: Vec<Href>,
 }
 
@@ -106,8 +113,16 @@ impl RunTally {
                 let once = &r.properties.exactly_once;
                 r.properties.resource_safety.refused_writes + once.claims_refused + once.resent
             }),
+            violation_rate: Rate::of(count(&|r| r.outcome == Outcome::Violation), count(&|r| r.outcome != Outcome::Unknown)),
+            unknown: UnknownCause::tally(runs.iter().filter_map(|r| r.results.unknown_cause())),
             reports: runs.iter().map(|r| r.report.clone()).collect(),
         }
+    }
+
+    /// The unknown runs by cause, in words ("2 unknown: 1 infrastructure, 1 fault not applied"),
+    /// or None without any.
+    pub fn unknown_words(&self) -> Option<String> {
+        UnknownCause::tally_words(&self.unknown)
     }
 
     /// Every run matched (true without runs).
@@ -223,7 +238,9 @@ pub fn render_html(m: &Matrix, title: &str) -> String {
             }
         }
         p class="legend" {
-            "Each cell: runs with a violation / runs (expected outcome), lost updates of \
+            "Each cell: runs with a violation / runs (expected outcome); the rate of violations among the runs \
+             with a verdict, with its exact 95% interval (a cell safe in every run: the most it could fail; a failure: \
+             how many runs see it once with 95% probability); unknown runs by cause, kept out of the rate; lost updates of \
              acknowledged ones, stale writes the resource rejected, operations applied twice and retries (the workloads \
              without a lock), acquire success rate, acquire latency p50 \
              (median over runs) / p99 (highest of the runs) in ms. Green: every run matched its expectation; \
@@ -250,6 +267,8 @@ fn render_cell(c: &Cell) -> Markup {
                 "violation " (c.tally.runs_with_violation) "/" (c.tally.runs) " "
                 span class="expect" { "(expect " (c.expect.join("/")) ")" }
             }
+            div class="rate" { (c.tally.violation_rate.words()) }
+            @if let Some(unknown) = c.tally.unknown_words() { div class="unknown" { (unknown) } }
             @if c.tally.runs_interrupted > 0 { div { "interrupted " (c.tally.runs_interrupted) } }
             div { "lost " (c.tally.lost_updates) " of " (c.tally.acknowledged_updates) }
             div { "rejected " (c.tally.stale_writes_rejected) }
@@ -272,4 +291,4 @@ table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:.4em .6em;ver
 thead th{background:#f4f4f4}td.match{background:#e9f7ec}td.mismatch{background:#fde8e8}td.empty{background:#fafafa}\
 td.interrupted{background:#fff4d6}.summary.interrupted{color:#8a5a00;font-weight:600}\
 .verdict{font-weight:600}.expect{font-weight:400;color:#555}.runs a{margin-right:.3em}\
-.summary.match{color:#1a7f37}.summary.mismatch{color:#b42318;font-weight:600}.legend{color:#555;font-size:.85em;max-width:60em}";
+.rate{color:#333}.unknown{color:#8a5a00}.summary.match{color:#1a7f37}.summary.mismatch{color:#b42318;font-weight:600}.legend{color:#555;font-size:.85em;max-width:60em}";

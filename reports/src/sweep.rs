@@ -8,12 +8,14 @@
 //! legend and table, which maud escapes.
 
 use crate::matrix::ms;
+use crate::rate::Rate;
 use checker::{Event, EventType, Process};
 use maud::{html, Markup, PreEscaped};
 use plotters::prelude::*;
+use results::UnknownCause;
 use results::{Outcome, RunResults};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Sweep {
@@ -32,6 +34,13 @@ pub struct SweepLine {
     /// The lock's ceiling per key, 1000 / work_ms (the shortest work): None without a lock.
     pub ceiling_per_sec: Option<f64>,
     pub points: Vec<SweepPoint>,
+    /// The rate of violations over its points (one run each) with a verdict, and its 95%
+    /// interval; kept up by [`SweepLine::push`].
+    #[serde(default)]
+    pub violation_rate: Rate,
+    /// Its unknown runs by cause, kept out of the rate.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unknown: BTreeMap<UnknownCause, u32>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -40,6 +49,9 @@ pub struct SweepPoint {
     /// The run's report, relative to sweep.html.
     pub report: crate::href::Href,
     pub outcome: Outcome,
+    /// Why it ended unknown, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_cause: Option<UnknownCause>,
     /// Writes acknowledged to clients in the measured window, all keys.
     pub writes: u64,
     /// The window: from the first client operation, the scenario's time limit long, or to the
@@ -73,6 +85,21 @@ impl SweepPoint {
 }
 
 impl SweepLine {
+    pub fn new(scenario: String, label: String, ceiling_per_sec: Option<f64>) -> SweepLine {
+        SweepLine { scenario, label, ceiling_per_sec, points: vec![], violation_rate: Rate::default(), unknown: BTreeMap::new() }
+    }
+
+    /// One more point, counted into the line's rate (or its unknowns).
+    pub fn push(&mut self, point: SweepPoint) {
+        if let Some(cause) = point.unknown_cause {
+            *self.unknown.entry(cause).or_default() += 1;
+        }
+        self.points.push(point);
+        let with_verdict = self.points.iter().filter(|p| p.outcome != Outcome::Unknown);
+        let violations = with_verdict.clone().filter(|p| p.outcome == Outcome::Violation).count() as u32;
+        self.violation_rate = Rate::of(violations, with_verdict.count() as u32);
+    }
+
     /// Some point of a lock line is above its ceiling.
     pub fn above_ceiling(&self) -> bool {
         self.points.iter().any(|p| p.above_ceiling == Some(true))
@@ -109,6 +136,7 @@ pub fn point(results: &RunResults, history: &[Event], report: crate::href::Href,
         clients: results.clients,
         report,
         outcome: results.outcome,
+        unknown_cause: results.unknown_cause(),
         writes,
         window_secs,
         time_limit_secs: results.time_limit_secs,
@@ -162,7 +190,8 @@ pub fn render_html(sweep: &Sweep, title: &str) -> String {
                 @let c = colour(i);
                 li {
                     span class="swatch" style=(format!("background:rgb({},{},{})", c.0, c.1, c.2)) {}
-                    " " (l.label) " (" (l.scenario) ")"
+                    " " (l.label) " (" (l.scenario) "): " (l.violation_rate.words())
+                    @if let Some(unknown) = UnknownCause::tally_words(&l.unknown) { "; " (unknown) }
                     @if l.above_ceiling() { strong class="bad" { " above its ceiling" } }
                 }
             }
@@ -333,9 +362,12 @@ mod tests {
         assert!((p.window_secs - 4.0).abs() < 1e-9, "{}", p.window_secs);
         assert!((p.writes_per_sec_per_key - 4.0).abs() < 1e-9, "{}", p.writes_per_sec_per_key);
         assert!(p.interrupted);
-        let line = SweepLine { scenario: "s".into(), label: "redis".into(), ceiling_per_sec: Some(5.0), points: vec![p] };
+        let mut line = SweepLine::new("s".into(), "redis".into(), Some(5.0));
+        line.push(p);
         let page = render_html(&Sweep { clients: vec![2], lines: vec![line] }, "sweep");
         assert!(page.contains("interrupted: measured over 4.0 s of 10 s"), "{page}");
+        // Its outcome was a verdict (safe): counted in the rate, as no unknown.
+        assert!(page.contains("safe in 1 run: fails in at most 95% of runs"), "{page}");
     }
 
     #[test]
@@ -350,12 +382,8 @@ mod tests {
 
     #[test]
     fn the_page_escapes_names_and_draws_both_plots() {
-        let line = SweepLine {
-            scenario: "<b>x</b>".into(),
-            label: "redis".into(),
-            ceiling_per_sec: Some(5.0),
-            points: vec![point(&results(10, 1), &[write_ok(10, 1, "k")], report("a/report.html"), Some(5.0))],
-        };
+        let mut line = SweepLine::new("<b>x</b>".into(), "redis".into(), Some(5.0));
+        line.push(point(&results(10, 1), &[write_ok(10, 1, "k")], report("a/report.html"), Some(5.0)));
         let page = render_html(&Sweep { clients: vec![1, 2], lines: vec![line] }, "sweep");
         assert!(page.contains("&lt;b&gt;x&lt;/b&gt;") && !page.contains("<b>x</b>"));
         assert_eq!(page.matches("<svg").count(), 3);

@@ -132,11 +132,10 @@ fn a_report_and_a_sweep_of_a_hostile_run_have_no_live_link() {
     let point = reports::sweep::point(&results, &history, link(&format!("../../{}/report.html", folder())), None);
     let sweep = reports::sweep::Sweep {
         clients: vec![1],
-        lines: vec![reports::sweep::SweepLine {
-            scenario: HOSTILE.into(),
-            label: HOSTILE.into(),
-            ceiling_per_sec: None,
-            points: vec![point],
+        lines: vec![{
+            let mut line = reports::sweep::SweepLine::new(HOSTILE.into(), HOSTILE.into(), None);
+            line.push(point);
+            line
         }],
     };
     let page = reports::sweep::render_html(&sweep, HOSTILE);

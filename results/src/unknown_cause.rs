@@ -3,10 +3,13 @@
 
 use crate::{Outcome, RunResults};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Why a run could not vouch either way. The kinds are ordered by precedence: when several
 /// hold, the first in this order is the one named (an interruption explains the rest).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, strum::Display, strum::IntoStaticStr, strum::EnumIter)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, strum::Display, strum::IntoStaticStr, strum::EnumIter,
+)]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum UnknownCause {
@@ -41,6 +44,22 @@ impl UnknownCause {
         }
     }
 
+    /// Unknown runs counted by cause.
+    pub fn tally(causes: impl IntoIterator<Item = UnknownCause>) -> BTreeMap<UnknownCause, u32> {
+        causes.into_iter().fold(BTreeMap::new(), |mut by, cause| {
+            *by.entry(cause).or_default() += 1;
+            by
+        })
+    }
+
+    /// Such a count in words ("2 unknown: 1 infrastructure, 1 fault not applied"); None when
+    /// there is no unknown run.
+    pub fn tally_words(by: &BTreeMap<UnknownCause, u32>) -> Option<String> {
+        let total: u32 = by.values().sum();
+        let kinds: Vec<String> = by.iter().map(|(cause, n)| format!("{n} {}", cause.words())).collect();
+        (total > 0).then(|| format!("{total} unknown: {}", kinds.join(", ")))
+    }
+
     /// The cause of an unknown run as its results say it, for results.json files written before
     /// the cause was recorded: an interruption or error (told apart only by the recorded cause,
     /// so counted as an interruption), requests refused (a client writing as somebody else),
@@ -62,5 +81,19 @@ impl RunResults {
     /// Why this run ended unknown; None when it reached a verdict.
     pub fn unknown_cause(&self) -> Option<UnknownCause> {
         (self.outcome == Outcome::Unknown).then(|| self.unknown_cause.unwrap_or_else(|| UnknownCause::inferred(self)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UnknownCause;
+
+    #[test]
+    fn unknowns_are_counted_and_said_by_cause() {
+        use UnknownCause::*;
+        let by = UnknownCause::tally([Infrastructure, FaultNotApplied, Infrastructure]);
+        assert_eq!(UnknownCause::tally_words(&by).as_deref(), Some("3 unknown: 2 infrastructure, 1 fault not applied"));
+        assert_eq!(UnknownCause::tally_words(&UnknownCause::tally([])), None);
+        assert_eq!(serde_json::to_string(&ClientBroken).unwrap(), "\"client_broken\"");
     }
 }

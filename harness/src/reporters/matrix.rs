@@ -99,12 +99,14 @@ fn cell_line(c: &matrix::Cell) -> String {
         Verdict::DidNotMatch | Verdict::NoRuns => "DOES NOT MATCH".to_string(),
     };
     format!(
-        "{:<40} {:<22} violation {}/{} (expect {}) lost {} rejected {}{twice}{retries} acquired {} {verdict}",
+        "{:<40} {:<22} violation {}/{} (expect {}; {}{}) lost {} rejected {}{twice}{retries} acquired {} {verdict}",
         c.row,
         c.column,
         c.tally.runs_with_violation,
         c.tally.runs,
         c.expect.join("/"),
+        c.tally.violation_rate.words(),
+        c.tally.unknown_words().map(|u| format!("; {u}")).unwrap_or_default(),
         c.tally.lost_updates,
         c.tally.stale_writes_rejected,
         c.acquire_success_rate.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "-".into()),

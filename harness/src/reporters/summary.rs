@@ -1,6 +1,7 @@
 //! Each run's verdict as one line on stdout, the dead workers under it, and a tally when a
 //! series has several runs:
-//! `tally: 9/10 runs matched (violation expected: violation 9, safe 1, unknown 0); …`.
+//! `tally: 9/10 runs matched (violation expected: violation 9, safe 1, unknown 0); a violation in
+//! 9 of 10 runs: 90% (55%–100%); …`: the rate over the runs with a verdict, with its 95% interval.
 //! Run errors go to stderr.
 
 use crate::events::{Event, Reporter};
@@ -95,12 +96,18 @@ pub fn tally(runs: &[RunResults], planned: u32) -> String {
         let total: u64 = once.iter().map(|o| o.operations).sum();
         format!("; {twice} of {total} operations applied twice")
     };
+    // The rate over the runs with a verdict, with its interval; unknowns by cause beside it.
+    let rate = reports::rate::Rate::of(count(Outcome::Violation) as u32, (count(Outcome::Violation) + count(Outcome::Safe)) as u32);
+    let unknown = results::UnknownCause::tally_words(&results::UnknownCause::tally(runs.iter().filter_map(RunResults::unknown_cause)))
+        .map(|u| format!(" ({u})"))
+        .unwrap_or_default();
     format!(
-        "tally: {matched}/{} runs matched ({} expected: violation {}, safe {}, unknown {}); {lost} of {acked} acknowledged updates lost ({share:.1}%){operations}",
+        "tally: {matched}/{} runs matched ({} expected: violation {}, safe {}, unknown {}{unknown}); {}; {lost} of {acked} acknowledged updates lost ({share:.1}%){operations}",
         runs.len(),
         first.expect,
         count(Outcome::Violation),
         count(Outcome::Safe),
         count(Outcome::Unknown),
+        rate.words(),
     )
 }

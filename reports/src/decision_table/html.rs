@@ -27,6 +27,7 @@ pub fn render_html(t: &DecisionTable, title: &str) -> String {
             "Each cell: the article's claim, then what the runs measured: runs with a violation / runs, \
              updates lost of those acknowledged, and where the column asks for it the time from a holder's \
              kill to the next grant (freed after), the longest time without a grant, or the tokens. \
+             The rate is over the runs with a verdict, with its exact 95% interval; unknown runs are counted by cause beside it. \
              Green: every run matched its scenario (whose expectation is the claim); red: they disagree; \
              interrupted: the runs that did not match were cut short (Ctrl-C, SIGTERM, an error), so they tell neither way."
         }
@@ -92,10 +93,8 @@ fn measurement(c: &TableCell) -> String {
         }
         _ => {}
     }
-    parts.push(format!("violation {}/{} runs", c.tally.runs_with_violation, c.tally.runs));
-    if c.tally.runs_unknown > 0 {
-        parts.push(format!("{} unknown", c.tally.runs_unknown));
-    }
+    parts.push(format!("violation {}/{} runs ({})", c.tally.runs_with_violation, c.tally.runs, c.tally.violation_rate.words()));
+    parts.extend(c.tally.unknown_words());
     parts.push(format!("lost {} of {}", c.tally.lost_updates, c.tally.acknowledged_updates));
     if c.column == TableColumn::Partition || c.column == TableColumn::FailoverRestart {
         if let Some(gap) = c.longest_gap_ms {
