@@ -7,6 +7,7 @@
 pub mod change;
 pub mod decision_table;
 pub mod explore;
+pub mod history;
 pub mod href;
 pub mod junit;
 pub mod matrix;
