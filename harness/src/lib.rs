@@ -6,6 +6,7 @@
 #[macro_use]
 pub mod output;
 
+pub mod baseline;
 pub mod bounded_lines;
 pub mod client_env;
 pub mod client_program;
@@ -15,6 +16,7 @@ pub mod event_log;
 pub mod events;
 pub mod explore;
 pub mod faults;
+pub mod history;
 pub mod hosts;
 pub mod libfaketime;
 pub mod live_history;

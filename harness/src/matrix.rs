@@ -55,6 +55,22 @@ pub const NOTHING_RAN: u8 = 3;
 /// or [`NOTHING_RAN`] when no run is left to merge, and then nothing is written.
 pub fn merge(stores: &[PathBuf], out: &Path) -> anyhow::Result<u8> {
     let mut report = MatrixReport::new(out.to_path_buf());
+    read_stores(stores, &mut report)?;
+    if report.runs() == 0 {
+        let names: Vec<String> = stores.iter().map(|s| s.display().to_string()).collect();
+        print_line!("nothing to merge: no finished run in {}", names.join(", "));
+        return Ok(NOTHING_RAN);
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create the store {}", out.display()))?;
+    let code = report.exit_code();
+    report.finish()?;
+    Ok(code)
+}
+
+/// Adds every finished run of `stores` to `report`, each once however often the stores reach
+/// it (runs are told apart by their folder's canonical path); a folder that cannot be read as a
+/// finished run is left out and named.
+pub fn read_stores(stores: &[PathBuf], report: &mut MatrixReport) -> anyhow::Result<()> {
     let mut seen = std::collections::HashSet::new();
     for store in stores {
         for dir in run_store::run_folders(store)? {
@@ -69,15 +85,7 @@ pub fn merge(stores: &[PathBuf], out: &Path) -> anyhow::Result<u8> {
             }
         }
     }
-    if report.runs() == 0 {
-        let names: Vec<String> = stores.iter().map(|s| s.display().to_string()).collect();
-        print_line!("nothing to merge: no finished run in {}", names.join(", "));
-        return Ok(NOTHING_RAN);
-    }
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create the store {}", out.display()))?;
-    let code = report.exit_code();
-    report.finish()?;
-    Ok(code)
+    Ok(())
 }
 
 /// A run folder's results and scenario, or why it cannot be merged (one line).

@@ -3,84 +3,11 @@
 //! once, "nothing to merge" and "nothing ran" are said as such with their own exit status (3),
 //! and a cell whose run was interrupted says so rather than "DOES NOT MATCH".
 
-use results::{Expectation, Outcome, RunResults};
+mod common;
+
+use common::made_up_store::{lockchaos, merge, put_run, results, Ended};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-const SCENARIO_TOML: &str = "description = \"d\"\nexpect = \"safe\"\nbackend = \"redis-single\"\n";
-
-fn lockchaos(args: &[&str], stores: &[&Path], out: &Path) -> (Option<i32>, String) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(env!("CARGO_BIN_EXE_lockchaos"))
-        .current_dir(root)
-        .args(args)
-        .args(stores)
-        .arg("--store")
-        .arg(out)
-        .env("CI", "true")
-        // Nothing here may need Docker: a daemon that is not there says so if anything asks.
-        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-        .output()
-        .unwrap();
-    (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
-}
-
-fn merge(stores: &[&Path], out: &Path) -> (Option<i32>, String) {
-    lockchaos(&["matrix", "merge"], stores, out)
-}
-
-/// A run of `scenario` that matched its `safe` expectation, lost an update, or was interrupted
-/// before it could vouch for anything (unknown, as a cut-short run's results.json says).
-enum Ended {
-    Matched,
-    Violation,
-    Interrupted,
-}
-
-fn results(scenario: &str, ended: Ended) -> String {
-    let outcome = match ended {
-        Ended::Matched => Outcome::Safe,
-        Ended::Violation => Outcome::Violation,
-        Ended::Interrupted => Outcome::Unknown,
-    };
-    let r = RunResults {
-        scenario: scenario.into(),
-        description: "d".into(),
-        expect: Expectation::Safe,
-        outcome,
-        matches_expectation: outcome == Outcome::Safe,
-        run_id: format!("{scenario}-run"),
-        backend: "redis-single".into(),
-        seed: 1,
-        clients: 2,
-        time_limit_secs: 1,
-        started_at: "2026-01-01T00:00:00+00:00".into(),
-        duration_secs: 1.0,
-        interrupted: matches!(ended, Ended::Interrupted),
-        workers: vec![],
-        warnings: vec![],
-        not_applied: vec![],
-        refused_requests: Default::default(),
-        unknown_cause: None,
-        properties: checker::check(&[], &checker::CheckOptions::default()),
-        claims: vec![],
-    };
-    serde_json::to_string_pretty(&r).unwrap()
-}
-
-/// `store/<scenario>/<folder>/` with scenario.toml and, when given, results.json as it is
-/// and a report.html.
-fn put_run(store: &Path, scenario: &str, folder: &str, results_json: Option<&str>) -> PathBuf {
-    let dir = store.join(scenario).join(folder);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("scenario.toml"), SCENARIO_TOML).unwrap();
-    if let Some(text) = results_json {
-        std::fs::write(dir.join("results.json"), text).unwrap();
-        std::fs::write(dir.join("report.html"), "<!DOCTYPE html>").unwrap();
-    }
-    dir
-}
+use std::path::Path;
 
 /// The merged matrix's cells: (runs, runs matched) of each, and every report it links.
 fn merged_runs(out: &Path) -> (u64, u64, Vec<String>) {

@@ -2,6 +2,7 @@
 //! (`STORE/matrix.json`, `STORE/matrix.html`), with `--junit` one test case per run.
 
 use anyhow::Context;
+use harness::baseline::Baseline;
 use harness::events::EventSink;
 use harness::reporters::{self, junit::Junit, matrix::MatrixReport};
 use harness::run::RunOptions;
@@ -51,6 +52,12 @@ pub struct Args {
     /// (`redis-py-lock-pause.redis-8.2.0`).
     #[arg(long, value_name = "PROJECT==VERSION,...")]
     client_env: Option<String>,
+    /// Compare this matrix with these stores' runs, pooled (a release's, the nights before),
+    /// cell by cell: exit 4 when a cell's rate of violations moved beyond chance (Fisher's
+    /// exact test, p < 0.01, or a violation in a cell safe in 10 baseline runs); the cells are
+    /// named and STORE/baseline.json holds every comparison. Repeatable.
+    #[arg(long, value_name = "STORE")]
+    baseline: Vec<PathBuf>,
     #[command(flatten)]
     warm: super::warm::WarmArgs,
 }
@@ -66,13 +73,21 @@ enum Merge {
         /// Where the merged matrix goes.
         #[arg(long, default_value = "store")]
         store: PathBuf,
+        /// As `matrix --baseline`: the merged matrix against these stores' runs; exit 4 when a
+        /// cell moved beyond chance. Repeatable.
+        #[arg(long, value_name = "STORE")]
+        baseline: Vec<PathBuf>,
     },
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if let Some(Merge::Merge { stores, store }) = args.merge {
-        return Ok(ExitCode::from(harness::matrix::merge(&stores, &store)?));
+    if let Some(Merge::Merge { stores, store, baseline }) = args.merge {
+        let baseline = read_baseline(&baseline)?;
+        let code = harness::matrix::merge(&stores, &store)?;
+        return Ok(ExitCode::from(against_baseline(code, &store, baseline.as_ref())?));
     }
+    // A baseline that cannot be read fails before any run.
+    let baseline = read_baseline(&args.baseline)?;
     let mut chosen = harness::matrix::select(&args.scenarios)?;
     if let Some(list) = &args.client_env {
         let pins = harness::scenario::versions::parse_list(list)?;
@@ -132,5 +147,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let code = harness::matrix::run_matrix(chosen, args.runs, shard, args.jobs as usize, &opts, &events).await;
     super::warm::close(pools).await;
     events.finish()?;
-    Ok(ExitCode::from(code))
+    Ok(ExitCode::from(against_baseline(code, &opts.store, baseline.as_ref())?))
+}
+
+fn read_baseline(stores: &[PathBuf]) -> anyhow::Result<Option<Baseline>> {
+    Ok(if stores.is_empty() { None } else { Some(Baseline::read(stores)?) })
+}
+
+/// The matrix's exit status, or [`harness::baseline::MOVED`] when a cell moved against the
+/// baseline (nothing is compared when nothing ran).
+fn against_baseline(code: u8, store: &std::path::Path, baseline: Option<&Baseline>) -> anyhow::Result<u8> {
+    match baseline {
+        Some(b) if code != harness::matrix::NOTHING_RAN => {
+            let moved = harness::baseline::judge(store, b, &harness::baseline::written_matrix(store)?)?;
+            Ok(if moved != 0 { moved } else { code })
+        }
+        _ => Ok(code),
+    }
 }

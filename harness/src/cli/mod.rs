@@ -4,6 +4,7 @@
 mod check;
 mod clean;
 mod explore;
+mod history;
 mod image;
 mod list;
 mod matrix;
@@ -41,6 +42,10 @@ pub enum Command {
     /// Check a history (ours or Jepsen's EDN) or a run folder: lock safety, fencing, holder
     /// overlap, and with --model linearizability. Exit 0 valid, 1 invalid, 2 unknown or error.
     Check(check::Args),
+    /// Many stores, each a night or a version, as one page: per cell the rate of violations
+    /// night after night with its 95% interval, and the nights it changed (history.html in the
+    /// store). Exit 4 when a cell moved beyond chance tonight (the last store).
+    History(history::Args),
     /// List the scenarios with their expectations and descriptions.
     List(list::Args),
     /// Remove every container and network that a lockchaos run left behind (runs whose
@@ -66,6 +71,7 @@ impl Command {
             Command::Sweep(args) => sweep::run(args).await,
             Command::Explore(args) => explore::run(args).await,
             Command::Check(args) => check::run(args),
+            Command::History(args) => history::run(args),
             Command::List(args) => list::run(args),
             Command::Clean(args) => clean::run(args).await,
             Command::Image { command } => image::run(command).await,

@@ -13,7 +13,7 @@ use reports::decision_table::{self, DecisionTable, TablePlace};
 use reports::matrix::Verdict;
 use reports::{matrix, Matrix, MatrixRun};
 use results::RunResults;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub struct MatrixReport {
     store: PathBuf,
@@ -34,6 +34,27 @@ impl MatrixReport {
     /// How many runs it holds.
     pub fn runs(&self) -> usize {
         self.runs.len()
+    }
+
+    /// Its runs as the matrix lays them out, each report linked from the folder `from`.
+    pub fn matrix_runs(&self, from: &Path) -> anyhow::Result<Vec<MatrixRun<'_>>> {
+        let from = from.canonicalize().unwrap_or(from.to_path_buf());
+        let mut runs = vec![];
+        for (results, row, column, place, dir) in &self.runs {
+            let report = crate::paths::link(&from, &dir.join("report.html"))?;
+            runs.push(MatrixRun { results, row: row.clone(), column: column.clone(), report, place: *place });
+        }
+        Ok(runs)
+    }
+
+    /// Its runs as a matrix, each report linked from the folder `from`.
+    pub fn matrix(&self, from: &Path) -> anyhow::Result<Matrix> {
+        Ok(Matrix::from_runs(&self.matrix_runs(from)?))
+    }
+
+    /// When its first run started (RFC 3339 strings of one format sort as times).
+    pub fn first_started(&self) -> Option<String> {
+        self.runs.iter().map(|(r, ..)| r.started_at.clone()).min()
     }
 
     /// The exit status of its runs, as a matrix's: 0 every run matched, 1 some did not, 2 one
@@ -57,11 +78,7 @@ impl Reporter for MatrixReport {
 
     fn finish(&mut self) -> anyhow::Result<()> {
         let store = self.store.canonicalize().unwrap_or(self.store.clone());
-        let mut runs: Vec<MatrixRun> = vec![];
-        for (results, row, column, place, dir) in &self.runs {
-            let report = crate::paths::link(&store, &dir.join("report.html"))?;
-            runs.push(MatrixRun { results, row: row.clone(), column: column.clone(), report, place: *place });
-        }
+        let runs = self.matrix_runs(&store)?;
         let m = Matrix::from_runs(&runs);
         let json = store.join("matrix.json");
         std::fs::write(&json, serde_json::to_vec_pretty(&m)?).with_context(|| format!("writing {}", json.display()))?;

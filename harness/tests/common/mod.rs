@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses its own part of it
 
+pub mod made_up_store;
+
 use harness::events::{Event, EventSink, FaultChange, Reporter};
 use harness::run::RunOptions;
 use harness::{scenario_catalog, series};
