@@ -59,7 +59,8 @@ pub fn render_html(h: &History, title: &str) -> String {
             "Each chart: a column per night; the dot is the rate of violations among the runs with a verdict \
              (red: some violation, green: none), the bar its exact 95% interval, a dashed line the night a change \
              was found. Each night's cell: violations / runs with a verdict, the unknown runs by cause beside them \
-             (kept out of the rate, so a night of broken runners is not a night of changes), and its runs' reports. \
+             (kept out of the rate, so a night of broken runners is not a night of changes), and its runs' reports; \
+             shaded red: the night it changed; outlined red: some run that night did not match its scenario's expectation. \
              Steady: every night within chance of the nights before it. Changed: some night moved beyond chance."
         }
     };
