@@ -193,6 +193,8 @@ mod tests {
         assert_eq!(r.runs_to_see_once_at_low, runs_to_see_once(r.low));
         assert!(r.runs_to_see_once_at_low.unwrap() > 11_000, "{r:?}");
         assert_eq!(r.words(), "a violation in 1 of 100 runs: 1% (0.02%–6%); 299 runs see it once (95%), 11833 at its low end");
+        // The README's example ("Reading the nightly").
+        assert_eq!(Rate::of(3, 10).words(), "a violation in 3 of 10 runs: 30% (6%–66%); 9 runs see it once (95%), 44 at its low end");
         assert_eq!(Rate::of(5, 10).words(), "a violation in 5 of 10 runs: 50% (18%–82%); 5 runs see it once (95%), 15 at its low end");
     }
 
