@@ -1,5 +1,6 @@
 //! `lockchaos matrix`: runs the chosen scenarios and measures the backend-by-failure table
-//! (`STORE/matrix.json`, `STORE/matrix.html`), with `--junit` one test case per run.
+//! (`STORE/matrix.json`, `STORE/matrix.html`), with `--junit` one test case per run, and with
+//! `--baseline` compares it with other stores' runs (`harness::baseline`, exit 4 on a move).
 
 use anyhow::Context;
 use harness::baseline::Baseline;

@@ -29,7 +29,8 @@ pub enum Command {
     /// Run one scenario (a name from `lockchaos list`, or a path to a TOML file).
     Scenario(scenario::Args),
     /// Run many scenarios and measure the backend-by-failure table: matrix.json and
-    /// matrix.html in the store. Exit 0 when every cell matched its expectation in every run.
+    /// matrix.html in the store. Exit 0 when every cell matched its expectation in every run;
+    /// with --baseline, 4 when a cell's rate moved beyond chance against it.
     Matrix(matrix::Args),
     /// The price of a lock: run scenarios with 1, 2, 4, … clients (`--clients`) and measure
     /// writes per second per key and acquire latency: sweep.json and sweep.html in the store.
