@@ -440,6 +440,18 @@ fn the_nightly_merge_job_carries_the_nights_lays_out_the_history_and_fails_on_a_
     assert!(job.step("File tonight among the nights").1.contains("already among the nights"), "{:#?}", job.steps);
     assert!(!job.failed, "{:#?}", job.steps);
 
+    // Cells that did not match and a cell that moved tonight: both statuses kept, both said.
+    let dir = merge_job_dir(parent.path(), "both", &carried[..2]);
+    let job = run_merge_job(&dir, "778", 1, 4);
+    for (name, status, out) in &job.steps {
+        assert_eq!(*status, Some(if name == "Verdict" { 1 } else { 0 }), "{name}: {out}");
+    }
+    let said = job.step("Verdict").1;
+    assert!(
+        said.contains("cells did not match their expectations") && said.contains("a cell moved beyond chance: see history.html"),
+        "{said}"
+    );
+
     // The verdict, on each status the merge and the history can end with.
     let steps = job_steps(&std::fs::read_to_string(root().join(".github/workflows/nightly-chaos.yml")).unwrap(), "merge");
     let verdict = &steps.last().unwrap().run;
