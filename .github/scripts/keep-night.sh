@@ -36,8 +36,7 @@ set -euo pipefail
 # Jepsen-style runs, results.json 3 KB; over the 103 scenarios of the catalog that comes to
 # about 160 KB a run, so 3 runs of each scenario are about 50 MB a night and 30 nights 1.5 GB,
 # about 110 MB compressed (zstd packed those files 14 to 1; a real history is less regular, so
-# count on 10 to 1: 150 MB). Eight entries of that is about 1.2 GB of the 10 GB. 30 nights are
-# also enough for a cell's rate to be told apart from chance across its stretches.
+# count on 10 to 1: 150 MB). Eight entries of that is about 1.2 GB of the 10 GB.
 # KEEP_NIGHTS in the environment overrides it (the tests use a few).
 keep_nights="${KEEP_NIGHTS:-30}"
 
