@@ -255,8 +255,13 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
     let inputs = run_store::read_inputs(&dir.path)?;
     let (events, mut warnings) = dir.merge_history()?;
     let check = checker::check(&events, &run_verdict::check_options(&events, run_verdict::stuck_bound(&inputs.effective)));
+    let (not_applied, refused_requests) = (skipped_faults(&events), run_verdict::refused(&dir.path));
     // Interrupted: what it did not record might have broken the lock.
-    let outcome = Outcome::of_verdict(run_verdict::vouched(check.outcome, true));
+    let ending = run_verdict::RunEnding {
+        cut_short: Some(run_verdict::CutShort::Interrupted),
+        refused_requests: !refused_requests.is_empty(),
+        faults_not_applied: !not_applied.is_empty(),
+    };
     let woke = if woken.is_empty() { String::new() } else { format!(", woke {} (stopped)", woken.join(", ")) };
     warnings.push(format!(
         "its lockchaos process was gone before the run ended (killed?); `lockchaos clean` finished it at {}{woke} and stopped its containers",
@@ -264,14 +269,13 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
     ));
     let e = inputs.effective;
     let claims = e.claims.implied_by(e.expect).check(&check);
+    let verdict = ending.verdict(&check, e.expect, &claims);
     let results = RunResults {
         scenario: inputs.scenario,
         description: e.description,
-        // A run finished by `clean` was cut short: it cannot show a lock stuck as its scenario
-        // claims (see run/finalize.rs).
-        matches_expectation: RunResults::matches(e.expect, outcome, &claims) && e.expect != results::Expectation::Stuck,
+        matches_expectation: verdict.matches_expectation,
         expect: e.expect,
-        outcome,
+        outcome: verdict.outcome,
         run_id: inputs.run_id,
         backend: e.backend,
         seed: inputs.seed,
@@ -283,9 +287,9 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
         interrupted: true,
         workers,
         warnings,
-        not_applied: skipped_faults(&events),
-        refused_requests: run_verdict::refused(&dir.path),
-        unknown_cause: (outcome == Outcome::Unknown).then_some(results::UnknownCause::Interrupted),
+        not_applied,
+        refused_requests,
+        unknown_cause: verdict.unknown_cause,
         properties: check,
         claims,
     };
@@ -293,7 +297,7 @@ fn write_results(folder: &Path, workers: Vec<WorkerStatus>, woken: &[String]) ->
     for e in run_store::write_index(&dir.store)? {
         eprint_line!("warning: {}/index.html leaves out a run: {e}", dir.store.display());
     }
-    Ok(outcome)
+    Ok(verdict.outcome)
 }
 
 /// The steps the nemesis recorded as skipped before the run was cut short (the rest of what it

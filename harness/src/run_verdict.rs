@@ -1,10 +1,11 @@
 //! The verdict a run folder gets, the same whoever gives it: the run itself as it ends
 //! (run/finalize.rs), `lockchaos clean` finishing a run whose lockchaos process is gone
-//! (orphans.rs), and `lockchaos check` on the folder.
+//! (orphans.rs), `lockchaos check` on the folder, and `check --recheck` over a store
+//! (recheck.rs).
 
 use crate::run_store::{self, EffectiveScenario, RunDir};
-use checker::{CheckOptions, Event, Verdict};
-use results::{RefusedRequests, RunResults};
+use checker::{CheckOptions, CheckResults, Event, Verdict};
+use results::{ClaimCheck, Expectation, Outcome, RefusedRequests, RunResults, UnknownCause};
 use std::path::Path;
 use std::time::Duration;
 
@@ -43,6 +44,82 @@ pub fn vouched(verdict: Verdict, cut_short: bool) -> Verdict {
     match verdict {
         Verdict::Valid if cut_short => Verdict::Unknown,
         v => v,
+    }
+}
+
+/// What stopped a run before its planned end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CutShort {
+    /// Ctrl-C or SIGTERM, or its lockchaos process gone (finished by `clean`).
+    Interrupted,
+    /// The workload failed because a client broke: its program unusable, or it died with no
+    /// fault on it.
+    ClientFailed,
+    /// The workload failed for anything else: Docker, a container that did not start, a
+    /// backend that would not come up.
+    Infrastructure,
+}
+
+/// What a run's end knows besides its history that keeps the history from vouching for it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunEnding {
+    pub cut_short: Option<CutShort>,
+    /// The resource refused requests that no worker sent (a client writing as somebody else).
+    pub refused_requests: bool,
+    /// A planned fault did not take effect.
+    pub faults_not_applied: bool,
+}
+
+/// A run's verdict as results.json states it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunVerdict {
+    pub outcome: Outcome,
+    pub matches_expectation: bool,
+    /// Why the outcome is unknown; None when it is not.
+    pub unknown_cause: Option<UnknownCause>,
+}
+
+impl RunEnding {
+    /// The run's verdict from its history's (`check`), the scenario's `expect` and its claims
+    /// as measured. The one rule a run's end, `clean` and `check --recheck` apply.
+    pub fn verdict(&self, check: &CheckResults, expect: Expectation, claims: &[ClaimCheck]) -> RunVerdict {
+        let outcome = self.outcome(check.outcome);
+        RunVerdict { outcome, matches_expectation: self.matches(expect, outcome, claims), unknown_cause: self.unknown_cause(outcome) }
+    }
+
+    /// A cut-short run, or one whose resource refused requests, can show a violation but cannot
+    /// vouch for safety (the record holds only the workers' requests, so a violation in it
+    /// stands). A run whose faults did not all take effect did not test what its scenario
+    /// claims, whatever its record shows.
+    pub fn outcome(&self, checked: Verdict) -> Outcome {
+        if self.faults_not_applied {
+            return Outcome::Unknown;
+        }
+        Outcome::of_verdict(vouched(checked, self.cut_short.is_some() || self.refused_requests))
+    }
+
+    /// `stuck` is met by an unknown outcome, so it asks for itself what unknown stands for
+    /// otherwise: a whole run whose faults all took effect.
+    pub fn matches(&self, expect: Expectation, outcome: Outcome, claims: &[ClaimCheck]) -> bool {
+        RunResults::matches(expect, outcome, claims)
+            && (expect != Expectation::Stuck || (self.cut_short.is_none() && !self.faults_not_applied))
+    }
+
+    /// Why an unknown outcome is unknown, the first that holds: cut short (by a signal, a client,
+    /// or the machine), requests refused (a client forging), a fault not applied, else the
+    /// checker. None for an outcome that is a verdict.
+    pub fn unknown_cause(&self, outcome: Outcome) -> Option<UnknownCause> {
+        if outcome != Outcome::Unknown {
+            return None;
+        }
+        Some(match self.cut_short {
+            Some(CutShort::Interrupted) => UnknownCause::Interrupted,
+            Some(CutShort::ClientFailed) => UnknownCause::ClientBroken,
+            Some(CutShort::Infrastructure) => UnknownCause::Infrastructure,
+            None if self.refused_requests => UnknownCause::ClientBroken,
+            None if self.faults_not_applied => UnknownCause::FaultNotApplied,
+            None => UnknownCause::Undecided,
+        })
     }
 }
 
@@ -95,5 +172,76 @@ mod tests {
         assert_eq!(vouched(Verdict::Valid, true), Verdict::Unknown);
         assert_eq!(vouched(Verdict::Invalid, true), Verdict::Invalid);
         assert_eq!(vouched(Verdict::Unknown, false), Verdict::Unknown);
+    }
+
+    const WHOLE: RunEnding = RunEnding { cut_short: None, refused_requests: false, faults_not_applied: false };
+
+    fn cut(by: CutShort) -> RunEnding {
+        RunEnding { cut_short: Some(by), ..WHOLE }
+    }
+
+    #[test]
+    fn each_unknown_cause_comes_from_its_own_ending() {
+        let cases = [
+            (cut(CutShort::Interrupted), UnknownCause::Interrupted),
+            (cut(CutShort::Infrastructure), UnknownCause::Infrastructure),
+            (cut(CutShort::ClientFailed), UnknownCause::ClientBroken),
+            (RunEnding { refused_requests: true, ..WHOLE }, UnknownCause::ClientBroken),
+            (RunEnding { faults_not_applied: true, ..WHOLE }, UnknownCause::FaultNotApplied),
+            (WHOLE, UnknownCause::Undecided),
+        ];
+        for (ending, cause) in cases {
+            assert_eq!(ending.unknown_cause(Outcome::Unknown), Some(cause), "{ending:?}");
+            for verdict in [Outcome::Safe, Outcome::Violation] {
+                assert_eq!(ending.unknown_cause(verdict), None, "{ending:?} reached {verdict}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_cause_in_precedence_is_named() {
+        let everything = |by| RunEnding { cut_short: Some(by), refused_requests: true, faults_not_applied: true };
+        assert_eq!(everything(CutShort::Interrupted).unknown_cause(Outcome::Unknown), Some(UnknownCause::Interrupted));
+        assert_eq!(everything(CutShort::Infrastructure).unknown_cause(Outcome::Unknown), Some(UnknownCause::Infrastructure));
+        assert_eq!(everything(CutShort::ClientFailed).unknown_cause(Outcome::Unknown), Some(UnknownCause::ClientBroken));
+        let forged_and_missed = RunEnding { refused_requests: true, faults_not_applied: true, ..WHOLE };
+        assert_eq!(forged_and_missed.unknown_cause(Outcome::Unknown), Some(UnknownCause::ClientBroken));
+    }
+
+    #[test]
+    fn only_a_whole_run_with_every_fault_applied_and_no_forged_request_checks_safe() {
+        assert_eq!(WHOLE.outcome(Verdict::Valid), Outcome::Safe);
+        assert_eq!(WHOLE.outcome(Verdict::Invalid), Outcome::Violation);
+        assert_eq!(WHOLE.outcome(Verdict::Unknown), Outcome::Unknown);
+        for short in [CutShort::Interrupted, CutShort::ClientFailed, CutShort::Infrastructure] {
+            assert_eq!(cut(short).outcome(Verdict::Valid), Outcome::Unknown, "{short:?}");
+            assert_eq!(cut(short).outcome(Verdict::Invalid), Outcome::Violation, "a violation stands: {short:?}");
+        }
+        let forged = RunEnding { refused_requests: true, ..WHOLE };
+        assert_eq!((forged.outcome(Verdict::Valid), forged.outcome(Verdict::Invalid)), (Outcome::Unknown, Outcome::Violation));
+        let missed = RunEnding { faults_not_applied: true, ..WHOLE };
+        assert_eq!((missed.outcome(Verdict::Valid), missed.outcome(Verdict::Invalid)), (Outcome::Unknown, Outcome::Unknown));
+    }
+
+    #[test]
+    fn stuck_is_met_by_unknown_only_from_a_whole_run_with_every_fault_applied() {
+        assert!(WHOLE.matches(Expectation::Stuck, Outcome::Unknown, &[]));
+        assert!(!cut(CutShort::Interrupted).matches(Expectation::Stuck, Outcome::Unknown, &[]));
+        assert!(!RunEnding { faults_not_applied: true, ..WHOLE }.matches(Expectation::Stuck, Outcome::Unknown, &[]));
+        assert!(cut(CutShort::Interrupted).matches(Expectation::Violation, Outcome::Violation, &[]));
+        assert!(!WHOLE.matches(Expectation::Safe, Outcome::Unknown, &[]));
+    }
+
+    #[test]
+    fn a_verdict_is_the_outcome_its_match_and_its_cause_together() {
+        // Nothing recorded: the checker cannot decide.
+        let nothing = checker::check(&[], &CheckOptions::default());
+        let verdict = WHOLE.verdict(&nothing, Expectation::Safe, &[]);
+        assert_eq!(
+            verdict,
+            RunVerdict { outcome: Outcome::Unknown, matches_expectation: false, unknown_cause: Some(UnknownCause::Undecided) }
+        );
+        let verdict = cut(CutShort::ClientFailed).verdict(&nothing, Expectation::Safe, &[]);
+        assert_eq!(verdict.unknown_cause, Some(UnknownCause::ClientBroken));
     }
 }
