@@ -1,7 +1,8 @@
 //! What every run leaves in its folder, whichever way it ended.
 
-use super::{RunContext, WorkloadRecord};
-use results::{Outcome, RunResults};
+use super::{RunContext, RunError, WorkloadRecord};
+use crate::run_verdict::{self, RunEnding};
+use results::RunResults;
 
 /// The scenario as run: the file's text, and the effective parameters after overrides.
 pub fn write_inputs(ctx: &RunContext) -> anyhow::Result<()> {
@@ -33,41 +34,36 @@ pub fn write_stages(ctx: &RunContext) -> anyhow::Result<()> {
 }
 
 /// Merges the history, checks it, writes results.json and report.html, points store/latest.
+/// `error`: what ended the run early, if anything did.
 pub fn check_and_report(
     ctx: &RunContext,
     record: WorkloadRecord,
-    interrupted: bool,
-    error: Option<String>,
+    error: Option<&RunError>,
     sink: &crate::events::EventSink,
 ) -> anyhow::Result<RunResults> {
     let s = &ctx.loaded.scenario;
     let (events, mut warnings) = ctx.dir.merge_history()?;
     warnings.extend(record.warnings);
-    if let Some(e) = &error {
-        warnings.push(e.clone());
+    if let Some(e) = error {
+        warnings.push(e.message.clone());
     }
-    let check = checker::check(&events, &crate::run_verdict::check_options(&events, s.stuck_bound()));
-    // A cut-short run can show a violation, but cannot vouch for safety.
-    // Somebody tried to write the resource's record who is no worker: the record holds only the
-    // workers' requests, so a violation in it stands, but the run cannot vouch for safety.
-    let refused_requests = crate::run_verdict::refused(&ctx.dir.path);
-    let mut outcome = Outcome::of_verdict(crate::run_verdict::vouched(check.outcome, interrupted || !refused_requests.is_empty()));
-    // A run whose faults did not all take effect did not test what the scenario claims, whatever
-    // its record shows.
-    if !record.not_applied.is_empty() {
-        outcome = Outcome::Unknown;
-    }
+    let check = checker::check(&events, &run_verdict::check_options(&events, s.stuck_bound()));
+    // Somebody tried to write the resource's record who is no worker of the run.
+    let refused_requests = run_verdict::refused(&ctx.dir.path);
+    let ending = RunEnding {
+        cut_short: error.map(|e| e.cut_short),
+        refused_requests: !refused_requests.is_empty(),
+        faults_not_applied: !record.not_applied.is_empty(),
+    };
     let expect = s.expect;
     let claims = s.claims.implied_by(s.expect).check(&check);
+    let verdict = ending.verdict(&check, expect, &claims);
     let results = RunResults {
         scenario: ctx.loaded.name.to_string(),
         description: s.description.clone(),
-        // `stuck` is met by an unknown outcome, so it asks for itself what unknown stands for
-        // otherwise: a whole run whose faults all took effect.
-        matches_expectation: RunResults::matches(expect, outcome, &claims)
-            && (expect != results::Expectation::Stuck || (record.not_applied.is_empty() && !interrupted)),
+        matches_expectation: verdict.matches_expectation,
         expect,
-        outcome,
+        outcome: verdict.outcome,
         run_id: ctx.dir.run_id.clone(),
         backend: s.backend.name().into(),
         seed: ctx.seed,
@@ -75,12 +71,12 @@ pub fn check_and_report(
         time_limit_secs: s.time_limit_secs,
         started_at: ctx.dir.started.to_rfc3339(),
         duration_secs: ctx.clock.now() as f64 / 1e9,
-        interrupted,
+        interrupted: error.is_some(),
         workers: record.workers,
         warnings,
         not_applied: record.not_applied,
         refused_requests,
-        unknown_cause: None,
+        unknown_cause: verdict.unknown_cause,
         properties: check,
         claims,
     };

@@ -15,6 +15,7 @@ use crate::hosts::NodesFile;
 use crate::node_image;
 use crate::node_source::{fresh::FreshContainers, hosts::HostNodes, warm_pool::WarmNodes, warm_pool::WarmPools, NodeSource};
 use crate::run_store::RunDir;
+use crate::run_verdict::CutShort;
 use crate::scenario::LoadedScenario;
 use anyhow::Context;
 use results::{RunResults, WorkerStatus};
@@ -72,7 +73,24 @@ pub struct WorkloadRecord {
     /// Planned faults that did not take effect, each naming its step: the outcome is unknown.
     pub not_applied: Vec<String>,
     /// What ended the workload early, after its faults were healed.
-    pub error: Option<String>,
+    pub error: Option<RunError>,
+}
+
+/// What ended a run before its planned end: its words, and whose doing it was (which decides
+/// results.json's `unknown_cause`, `run_verdict::RunEnding`).
+#[derive(Clone, Debug)]
+pub struct RunError {
+    pub message: String,
+    pub cut_short: CutShort,
+}
+
+impl RunError {
+    /// A workload's error: a client's when a [`workers::ClientFailed`] is anywhere in its chain,
+    /// else the machine's (Docker, a container, a backend that would not come up).
+    fn of(e: &anyhow::Error) -> RunError {
+        let client = e.chain().any(|cause| cause.is::<workers::ClientFailed>());
+        RunError { message: format!("{e:#}"), cut_short: if client { CutShort::ClientFailed } else { CutShort::Infrastructure } }
+    }
 }
 
 /// A run that got as far as its results. `error`: why it ended early (refused, interrupted,
@@ -165,13 +183,17 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
             let error = record.error.take();
             (record, error)
         }
-        Some(Ok(Err(e))) => (WorkloadRecord::default(), Some(format!("{e:#}"))),
-        Some(Err(e)) => (WorkloadRecord::default(), Some(format!("the run panicked: {e}"))),
+        Some(Ok(Err(e))) => (WorkloadRecord::default(), Some(RunError::of(&e))),
+        // A bug of lockchaos's own: not the client's doing, so counted with the machine's.
+        Some(Err(e)) => {
+            (WorkloadRecord::default(), Some(RunError { message: format!("the run panicked: {e}"), cut_short: CutShort::Infrastructure }))
+        }
         None => (WorkloadRecord::default(), None),
     };
-    // An interruption is the error that matters; the workload's own, if any, is in its record.
+    // An interruption is the error that matters (whatever failed after it may be its doing); the
+    // workload's own, if any, is in its record.
     let error = match signal {
-        Some(s) => Some(format!("interrupted by {s}")),
+        Some(s) => Some(RunError { message: format!("interrupted by {s}"), cut_short: CutShort::Interrupted }),
         None => error,
     };
     let interrupted = error.is_some();
@@ -182,12 +204,12 @@ pub async fn run(mut loaded: LoadedScenario, opts: RunOptions, events: &EventSin
     ctx.stages.enter(events, Stage::Teardown);
     let released = ctx.nodes.release(&docker, &ctx.site(), vouched).await;
     ctx.stages.enter(events, Stage::Check);
-    let results = finalize::check_and_report(&ctx, record, interrupted, error.clone(), events);
+    let results = finalize::check_and_report(&ctx, record, error.as_ref(), events);
     // Where the time went, even when the check could not be written.
     finalize::write_stages(&ctx)?;
     let results = results?;
     released?;
-    Ok(RunOutcome { results, dir: ctx.dir.path.clone(), error, interrupted_by_signal: signal.is_some() })
+    Ok(RunOutcome { results, dir: ctx.dir.path.clone(), error: error.map(|e| e.message), interrupted_by_signal: signal.is_some() })
 }
 
 fn apply_overrides(loaded: &mut LoadedScenario, opts: &RunOptions) {
@@ -211,5 +233,27 @@ pub async fn shutdown_signal() -> &'static str {
     tokio::select! {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT (Ctrl-C)",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use workers::ClientFailed;
+
+    #[test]
+    fn a_workload_error_is_the_clients_by_its_type_wherever_it_is_in_the_chain() {
+        let unusable = || ClientFailed::Unusable { client: "client-2".into(), why: "answered outside the protocol".into() };
+        let died = ClientFailed::DiedUnfaulted { client: "client-1".into(), exit_code: Some(137), last_words: "it wrote nothing".into() };
+        assert_eq!(RunError::of(&unusable().into()).cut_short, CutShort::ClientFailed);
+        assert_eq!(RunError::of(&died.into()).cut_short, CutShort::ClientFailed);
+        let wrapped = anyhow::Error::from(unusable()).context("the workload");
+        let error = RunError::of(&wrapped);
+        assert_eq!(error.cut_short, CutShort::ClientFailed);
+        assert_eq!(error.message, "the workload: client-2: answered outside the protocol");
+        // The same words from anywhere else are the machine's: the type decides, not the text.
+        let mimic = anyhow::anyhow!("client-1 died with no fault on it (exit code Some(137)): it wrote nothing");
+        assert_eq!(RunError::of(&mimic).cut_short, CutShort::Infrastructure);
+        assert_eq!(RunError::of(&anyhow::anyhow!("container n1 did not start")).cut_short, CutShort::Infrastructure);
     }
 }

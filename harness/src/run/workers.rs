@@ -36,6 +36,17 @@ struct State {
     expected_deaths: std::collections::BTreeSet<u64>,
 }
 
+/// A client the run cannot stand behind: its program unusable, or it died with no fault on it.
+/// A type of its own so that a run it ends is told from one the machine ended by type, not by
+/// its words (`RunError::of`: results.json's `unknown_cause` is then `client_broken`).
+#[derive(Debug, thiserror::Error)]
+pub enum ClientFailed {
+    #[error("{client}: {why}")]
+    Unusable { client: String, why: String },
+    #[error("{client} died with no fault on it (exit code {exit_code:?}): {last_words}")]
+    DiedUnfaulted { client: String, exit_code: Option<i64>, last_words: String },
+}
+
 /// Writes a file only its owner (root, in the containers) can read: a worker's configuration
 /// holds its proof for the resource, which the client program beside it must not read.
 fn write_private(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
@@ -135,11 +146,11 @@ impl<'a> Workers<'a> {
                 if killing(&name) {
                     self.state.lock().expect("workers lock").expected_deaths.insert(process);
                 } else if exit_code == Some(EXIT_UNUSABLE.into()) {
-                    anyhow::bail!("{name}: {}", self.why_unusable(&name).await);
+                    return Err(ClientFailed::Unusable { why: self.why_unusable(&name).await, client: name }.into());
                 } else if exit_code == Some(EXIT_PROGRAM_EXITED.into()) {
                     self.restart(&name).await?;
                 } else if exit_code != Some(0) {
-                    anyhow::bail!("{name} died with no fault on it (exit code {exit_code:?}): {}", self.last_words(&name).await);
+                    return Err(ClientFailed::DiedUnfaulted { last_words: self.last_words(&name).await, client: name, exit_code }.into());
                 }
             }
         }
@@ -148,17 +159,17 @@ impl<'a> Workers<'a> {
 
     /// After the clients finished: the first whose end the run cannot stand behind (its program
     /// unusable, or it died when no kill fault was on it), and why.
-    pub async fn first_failed(&self) -> Option<String> {
+    pub async fn first_failed(&self) -> Option<ClientFailed> {
         let killed = self.state.lock().expect("workers lock").expected_deaths.clone();
         let failed = self.statuses().into_iter().find(|w| {
             w.status == WorkerFate::Died
                 && !killed.contains(&w.process)
                 && ![Some(0), Some(EXIT_PROGRAM_EXITED.into())].contains(&w.exit_code)
         })?;
-        let name = failed.name;
+        let client = failed.name;
         Some(match failed.exit_code == Some(EXIT_UNUSABLE.into()) {
-            true => format!("{name}: {}", self.why_unusable(&name).await),
-            false => format!("{name} died with no fault on it (exit code {:?}): {}", failed.exit_code, self.last_words(&name).await),
+            true => ClientFailed::Unusable { why: self.why_unusable(&client).await, client },
+            false => ClientFailed::DiedUnfaulted { last_words: self.last_words(&client).await, client, exit_code: failed.exit_code },
         })
     }
 

@@ -171,7 +171,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
     // A client program found unusable, or a client that died with no fault on it, while the
     // clients finished ends the run as one found during the workload does.
     let result = match (result, workers.first_failed().await) {
-        (Ok(()), Some(why)) => Err(anyhow::anyhow!(why)),
+        (Ok(()), Some(failed)) => Err(failed.into()),
         (result, _) => result,
     };
     // A backend that keeps the protected resource itself (Postgres xact), and the Postgres table
@@ -192,7 +192,7 @@ pub async fn execute(docker: Docker, ctx: Arc<RunContext>, events: EventSink, mu
         Err(e) if result.is_err() => record.warnings.push(format!("{e:#}")),
         Err(e) => return Err(e),
     }
-    record.error = result.err().map(|e| format!("{e:#}"));
+    record.error = result.err().map(|e| super::RunError::of(&e));
     Ok(record)
 }
 
