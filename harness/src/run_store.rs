@@ -242,7 +242,7 @@ pub fn write_index(store: &Path) -> anyhow::Result<Vec<ResultsFileError>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn demo() -> ScenarioName {
@@ -271,8 +271,9 @@ mod tests {
         assert_eq!(written, events);
     }
 
-    /// A safe run's results, as the scenario `scenario` and the run `run_id`.
-    fn results_named(scenario: &str, run_id: &str) -> results::RunResults {
+    /// A safe run's results, as the scenario `scenario` and the run `run_id` (the reporters'
+    /// tests start from it too).
+    pub(crate) fn results_named(scenario: &str, run_id: &str) -> results::RunResults {
         results::RunResults {
             scenario: scenario.into(),
             description: "d".into(),

@@ -112,6 +112,7 @@ fn header(r: &RunResults) -> Markup {
             p class="description" { (r.description) }
             div class={ "verdict " (class) } {
                 div class="outcome" { (r.outcome) }
+                @if let Some(cause) = r.unknown_cause() { div class="cause" { (cause.words()) } }
                 div class="expectation" { "expected: " (r.expect) " — " (relation) }
             }
             dl class="facts" {

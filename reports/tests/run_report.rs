@@ -193,6 +193,21 @@ fn empty_history_renders_grey_unknown() {
 }
 
 #[test]
+fn an_unknown_run_says_why_under_its_verdict_and_a_decided_one_does_not() {
+    let mut results = results_for(&[], Expectation::Safe);
+    results.interrupted = true;
+    results.unknown_cause = Some(results::UnknownCause::Infrastructure);
+    let page = run_report::render(&results, &[]);
+    assert!(page.contains("<div class=\"outcome\">unknown</div><div class=\"cause\">infrastructure</div>"), "the cause as recorded");
+    results.unknown_cause = None;
+    let page = run_report::render(&results, &[]);
+    assert!(page.contains("<div class=\"cause\">interrupted</div>"), "an older results.json: the cause inferred");
+    let history = lost_update_under_pause();
+    let page = run_report::render(&results_for(&history, Expectation::Violation), &history);
+    assert!(!page.contains("class=\"cause\""));
+}
+
+#[test]
 fn untrusted_strings_are_escaped() {
     let mut history = lost_update_under_pause();
     // The stale write's resource record carries a hostile error; it is shown as evidence.

@@ -82,11 +82,56 @@ impl RunResults {
     pub fn unknown_cause(&self) -> Option<UnknownCause> {
         (self.outcome == Outcome::Unknown).then(|| self.unknown_cause.unwrap_or_else(|| UnknownCause::inferred(self)))
     }
+
+    /// The outcome in one short phrase, with why when it is unknown: `safe`, `violation`,
+    /// `unknown (client program broken)`.
+    pub fn outcome_in_words(&self) -> String {
+        match self.unknown_cause() {
+            Some(cause) => format!("{} ({})", self.outcome, cause.words()),
+            None => self.outcome.to_string(),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::UnknownCause;
+    use super::*;
+
+    fn results(outcome: Outcome, unknown_cause: Option<UnknownCause>) -> RunResults {
+        RunResults {
+            scenario: "s".into(),
+            description: "d".into(),
+            expect: crate::Expectation::Safe,
+            outcome,
+            matches_expectation: false,
+            run_id: "r".into(),
+            backend: "redis-single".into(),
+            seed: 1,
+            clients: 2,
+            time_limit_secs: 1,
+            started_at: "t".into(),
+            duration_secs: 1.0,
+            interrupted: false,
+            workers: vec![],
+            warnings: vec![],
+            not_applied: vec![],
+            refused_requests: Default::default(),
+            unknown_cause,
+            properties: checker::check(&[], &checker::CheckOptions::default()),
+            claims: vec![],
+        }
+    }
+
+    #[test]
+    fn an_unknown_outcome_says_why_in_words_and_a_verdict_says_nothing_more() {
+        assert_eq!(results(Outcome::Unknown, Some(UnknownCause::ClientBroken)).outcome_in_words(), "unknown (client program broken)");
+        assert_eq!(results(Outcome::Safe, None).outcome_in_words(), "safe");
+        assert_eq!(results(Outcome::Violation, None).outcome_in_words(), "violation");
+        // An older results.json: the cause inferred from what it records.
+        let mut older = results(Outcome::Unknown, None);
+        older.not_applied = vec!["pause on client-1 did not take effect".into()];
+        assert_eq!(older.outcome_in_words(), "unknown (fault not applied)");
+    }
 
     #[test]
     fn unknowns_are_counted_and_said_by_cause() {

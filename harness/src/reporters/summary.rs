@@ -1,5 +1,5 @@
-//! Each run's verdict as one line on stdout, the dead workers under it, and a tally when a
-//! series has several runs:
+//! Each run's verdict as one line on stdout (an unknown one with why: `outcome unknown (fault not
+//! applied)`), the dead workers under it, and a tally when a series has several runs:
 //! `tally: 9/10 runs matched (violation expected: violation 9, safe 1, unknown 0); a violation in
 //! 9 of 10 runs: 90% (55%–100%); …`: the rate over the runs with a verdict, with its 95% interval.
 //! Run errors go to stderr.
@@ -64,9 +64,9 @@ pub fn run_line(prefix: &str, r: &RunResults, report: &Path) -> String {
         String::new()
     };
     format!(
-        "{prefix}{}: outcome {} (expected {}) — lost updates {}, interleaved sections {}, accepted writes {}, stale writes rejected {}{operations} — {}",
+        "{prefix}{}: outcome {}, expected {} — lost updates {}, interleaved sections {}, accepted writes {}, stale writes rejected {}{operations} — {}",
         r.scenario,
-        r.outcome,
+        r.outcome_in_words(),
         r.expect,
         rs.lost_updates,
         rs.interleaved_sections,
@@ -110,4 +110,21 @@ pub fn tally(runs: &[RunResults], planned: u32) -> String {
         count(Outcome::Unknown),
         rate.words(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use results::UnknownCause;
+
+    #[test]
+    fn a_runs_line_says_why_its_outcome_is_unknown() {
+        let mut r = crate::run_store::tests::results_named("demo", "r");
+        let report = Path::new("store/demo/r/report.html");
+        assert!(run_line("", &r, report).starts_with("demo: outcome safe, expected safe — "), "{}", run_line("", &r, report));
+        r.outcome = Outcome::Unknown;
+        r.unknown_cause = Some(UnknownCause::ClientBroken);
+        let line = run_line("run 2/3: ", &r, report);
+        assert!(line.starts_with("run 2/3: demo: outcome unknown (client program broken), expected safe — "), "{line}");
+    }
 }
