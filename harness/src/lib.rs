@@ -29,6 +29,7 @@ pub mod orphans;
 pub mod orphans_on_hosts;
 pub mod paths;
 pub mod preflight;
+pub mod recheck;
 pub mod reporters;
 pub mod resource;
 pub mod run;

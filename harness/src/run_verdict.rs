@@ -105,6 +105,21 @@ impl RunEnding {
             && (expect != Expectation::Stuck || (self.cut_short.is_none() && !self.faults_not_applied))
     }
 
+    /// The ending a run's results.json records, for judging its history again (`check
+    /// --recheck`). Who cut a run short is recorded only as the cause of an unknown outcome:
+    /// a cut-short run whose results name none (it showed a violation, or its results.json is
+    /// older than the cause) counts as interrupted, as [`UnknownCause::inferred`] has it.
+    pub fn as_recorded(results: &RunResults, refused_requests: bool) -> RunEnding {
+        let by = match results.unknown_cause {
+            Some(UnknownCause::Infrastructure) => CutShort::Infrastructure,
+            // Before requests refused in precedence: a cut-short run's client broke.
+            Some(UnknownCause::ClientBroken) => CutShort::ClientFailed,
+            _ => CutShort::Interrupted,
+        };
+        let cut_short = results.interrupted.then_some(by);
+        RunEnding { cut_short, refused_requests, faults_not_applied: !results.not_applied.is_empty() }
+    }
+
     /// Why an unknown outcome is unknown, the first that holds: cut short (by a signal, a client,
     /// or the machine), requests refused (a client forging), a fault not applied, else the
     /// checker. None for an outcome that is a verdict.
@@ -230,6 +245,32 @@ mod tests {
         assert!(!RunEnding { faults_not_applied: true, ..WHOLE }.matches(Expectation::Stuck, Outcome::Unknown, &[]));
         assert!(cut(CutShort::Interrupted).matches(Expectation::Violation, Outcome::Violation, &[]));
         assert!(!WHOLE.matches(Expectation::Safe, Outcome::Unknown, &[]));
+    }
+
+    #[test]
+    fn an_ending_read_back_from_its_results_gives_the_same_cause() {
+        let nothing = checker::check(&[], &CheckOptions::default());
+        let mut results = crate::run_store::tests::results_named("demo", "r");
+        let endings = [
+            WHOLE,
+            cut(CutShort::Interrupted),
+            cut(CutShort::Infrastructure),
+            cut(CutShort::ClientFailed),
+            RunEnding { refused_requests: true, ..WHOLE },
+            RunEnding { faults_not_applied: true, ..WHOLE },
+            RunEnding { cut_short: Some(CutShort::Infrastructure), refused_requests: true, faults_not_applied: true },
+        ];
+        for ending in endings {
+            let verdict = ending.verdict(&nothing, Expectation::Safe, &[]);
+            results.interrupted = ending.cut_short.is_some();
+            results.not_applied = if ending.faults_not_applied { vec!["pause on client-1".into()] } else { vec![] };
+            results.unknown_cause = verdict.unknown_cause;
+            assert_eq!(RunEnding::as_recorded(&results, ending.refused_requests), ending, "{verdict:?}");
+        }
+        // A cut-short run that showed a violation names no cause: interrupted, as inferred.
+        results.interrupted = true;
+        results.unknown_cause = None;
+        assert_eq!(RunEnding::as_recorded(&results, false).cut_short, Some(CutShort::Interrupted));
     }
 
     #[test]

@@ -86,9 +86,17 @@ impl RunResults {
     /// The outcome in one short phrase, with why when it is unknown: `safe`, `violation`,
     /// `unknown (client program broken)`.
     pub fn outcome_in_words(&self) -> String {
-        match self.unknown_cause() {
-            Some(cause) => format!("{} ({})", self.outcome, cause.words()),
-            None => self.outcome.to_string(),
+        self.outcome.with_cause(self.unknown_cause())
+    }
+}
+
+impl Outcome {
+    /// The outcome in one short phrase, with why when it is unknown (`cause`: None for a
+    /// verdict).
+    pub fn with_cause(self, cause: Option<UnknownCause>) -> String {
+        match cause {
+            Some(cause) => format!("{self} ({})", cause.words()),
+            None => self.to_string(),
         }
     }
 }
