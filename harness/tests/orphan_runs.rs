@@ -4,6 +4,9 @@
 //! The first test needs no Docker: it checks run folders written here. The second runs
 //! redis-single-pause for real, kills lockchaos while a worker's container is frozen, and runs `clean`.
 
+mod common;
+
+use common::made_up_run::{self, run_folder};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,49 +15,6 @@ use std::time::{Duration, Instant};
 fn lockchaos(args: &[&str], path: &Path) -> (Option<i32>, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_lockchaos")).args(args).arg(path).output().unwrap();
     (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
-
-fn jsonl(events: &[Value]) -> String {
-    events.iter().map(|e| e.to_string() + "\n").collect()
-}
-
-/// A run folder as a run leaves it: run.json and each party's own events, two clients taking
-/// turns and each increment landing (a safe history). `history.jsonl` and `results.json` only
-/// when asked for: a killed run has neither.
-fn run_folder(root: &Path, name: &str, history: bool, results: Option<Value>) -> PathBuf {
-    let dir = root.join(name);
-    std::fs::create_dir_all(dir.join("workers")).unwrap();
-    std::fs::write(dir.join("run.json"), json!({"run_id": name, "scenario": "demo"}).to_string()).unwrap();
-    let op = |time: u64, process: Value, kind: &str, f: &str, value: Value| json!({"time": time, "process": process, "type": kind, "f": f, "key": "ledger", "value": value});
-    let client = |k: u64, t: u64| {
-        vec![
-            op(t, json!(k), "invoke", "acquire", Value::Null),
-            op(t + 1, json!(k), "ok", "acquire", Value::Null),
-            op(t + 8, json!(k), "invoke", "release", Value::Null),
-            op(t + 9, json!(k), "ok", "release", Value::Null),
-        ]
-    };
-    let ledger = |t: u64, k: u64, f: &str, v: u64| {
-        let mut e = op(t, json!("resource"), "ok", f, json!(v));
-        e["client"] = json!(k);
-        e
-    };
-    let resource = vec![ledger(12, 1, "read", 0), ledger(15, 1, "write", 1), ledger(32, 2, "read", 1), ledger(35, 2, "write", 2)];
-    let files = [(dir.join("workers/client-1.jsonl"), client(1, 10)), (dir.join("workers/client-2.jsonl"), client(2, 30))];
-    for (file, events) in &files {
-        std::fs::write(file, jsonl(events)).unwrap();
-    }
-    std::fs::write(dir.join("resource.jsonl"), jsonl(&resource)).unwrap();
-    std::fs::write(dir.join("nemesis.jsonl"), "").unwrap();
-    if history {
-        let mut all: Vec<Value> = files.iter().flat_map(|(_, e)| e.clone()).chain(resource).collect();
-        all.sort_by_key(|e| e["time"].as_u64());
-        std::fs::write(dir.join("history.jsonl"), jsonl(&all)).unwrap();
-    }
-    if let Some(r) = results {
-        std::fs::write(dir.join("results.json"), r.to_string()).unwrap();
-    }
-    dir
 }
 
 #[test]
@@ -89,12 +49,7 @@ fn check_merges_a_run_folders_own_files_and_a_cut_short_run_never_checks_valid()
     // The merge is of the parties' files, not of a stale history.jsonl: a lost update that only
     // the per-party files hold is found.
     let cut = run_folder(tmp.path(), "cut", true, None);
-    let mut resource = std::fs::read_to_string(cut.join("resource.jsonl")).unwrap();
-    resource.push_str(
-        &json!({"time": 36, "process": "resource", "type": "ok", "f": "write", "key": "ledger", "value": 2, "client": 1}).to_string(),
-    );
-    resource.push('\n');
-    std::fs::write(cut.join("resource.jsonl"), resource).unwrap();
+    made_up_run::append(&cut.join("resource.jsonl"), &made_up_run::lost_update());
     let (code, out, err) = lockchaos(&["check"], &cut);
     assert_eq!(code, Some(1), "a violation stands whether or not the run finished: {out}{err}");
     assert!(out.contains(": invalid (13 events)"), "{out}");

@@ -48,7 +48,12 @@ pub fn results(scenario: &str, ended: Ended) -> String {
 
 /// A results.json of `scenario` that ended in `outcome` (with `cause` when unknown).
 pub fn results_of(scenario: &str, expect: Expectation, outcome: Outcome, cause: Option<UnknownCause>) -> String {
-    let r = RunResults {
+    serde_json::to_string_pretty(&run_results(scenario, expect, outcome, cause)).unwrap()
+}
+
+/// The results of [`results_of`], to change further before they are written.
+pub fn run_results(scenario: &str, expect: Expectation, outcome: Outcome, cause: Option<UnknownCause>) -> RunResults {
+    RunResults {
         scenario: scenario.into(),
         description: "d".into(),
         expect,
@@ -69,8 +74,7 @@ pub fn results_of(scenario: &str, expect: Expectation, outcome: Outcome, cause: 
         unknown_cause: cause,
         properties: checker::check(&[], &checker::CheckOptions::default()),
         claims: vec![],
-    };
-    serde_json::to_string_pretty(&r).unwrap()
+    }
 }
 
 /// `store/<scenario>/<folder>/` with scenario.toml and, when given, results.json as it is

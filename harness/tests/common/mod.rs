@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part of it
 
+pub mod made_up_run;
 pub mod made_up_store;
 
 use harness::events::{Event, EventSink, FaultChange, Reporter};
