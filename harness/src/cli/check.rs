@@ -13,6 +13,11 @@
 //!
 //! The stuck property's bound is `--stuck-after-ms`, else the run folder's scenario's (its
 //! run.json), else the checker's default (10 s).
+//!
+//! `--recheck STORE...` judges every finished run of the stores again, as its own end did
+//! (`harness::recheck`), and lists those whose verdict changed from their results.json
+//! (check/recheck.rs). Exit status: 0 none changed, 1 some did, 2 nothing could be rechecked
+//! or an error.
 
 use anyhow::Context;
 use checker::linearizability::{self, ModelKind};
@@ -23,10 +28,22 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod recheck;
+
+/// Seconds the linearizability search gets without `--timeout`.
+const DEFAULT_TIMEOUT_SECS: u64 = 60;
+
 #[derive(clap::Args)]
 pub struct Args {
-    /// history.jsonl, a Jepsen history.edn or jepsen.log, or a run folder.
-    file: PathBuf,
+    /// history.jsonl, a Jepsen history.edn or jepsen.log, or a run folder; with --recheck, one
+    /// or more stores.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Judge every finished run of the stores (FILE...) again with today's checker, as the run's
+    /// end did, and list each run whose verdict changed from its results.json. Nothing is
+    /// written.
+    #[arg(long)]
+    recheck: bool,
     /// Check linearizability against this model (its verdict then decides).
     #[arg(long, value_parser = |s: &str| s.parse::<ModelKind>())]
     model: Option<ModelKind>,
@@ -40,9 +57,9 @@ pub struct Args {
     /// null is accepted).
     #[arg(long, value_name = "JSON", value_parser = parse_initial)]
     initial: Option<serde_json::Value>,
-    /// Seconds for the linearizability search; past it the verdict is unknown.
-    #[arg(long, default_value_t = 60)]
-    timeout: u64,
+    /// Seconds for the linearizability search; past it the verdict is unknown (default 60).
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<u64>,
     /// Print the results object as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -68,6 +85,13 @@ struct CheckReport {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.recheck {
+        refuse_flags_of_one_history(&args)?;
+        return recheck::run(&args.files, args.json);
+    }
+    let [input] = args.files.as_slice() else {
+        anyhow::bail!("check takes one FILE, {} given (several are for --recheck STORE...)", args.files.len());
+    };
     match (args.model, &args.initial) {
         (None, Some(_)) => anyhow::bail!("--initial needs --model: it is the initial value of the model's objects"),
         (Some(ModelKind::Mutex), Some(v)) if !v.is_null() => {
@@ -75,9 +99,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    let (file, mut parsed, cut_short) = read_input(&args.file, args.format)?;
+    let (file, mut parsed, cut_short) = read_input(input, args.format)?;
     let mut check_options = CheckOptions::default();
-    let folders_bound = match (args.stuck_after_ms, run_folder(&args.file)) {
+    let folders_bound = match (args.stuck_after_ms, run_folder(input)) {
         (None, Some(folder)) => run_verdict::stuck_bound_of(folder).unwrap_or_else(|e| {
             parsed.warnings.push(format!("{e:#}: the stuck bound is the default"));
             None
@@ -86,14 +110,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     check_options.stuck_bound = args.stuck_after_ms.map(Duration::from_millis).or(folders_bound).unwrap_or(checker::stuck::DEFAULT_BOUND);
     let properties = checker::check(&parsed.events, &check_options);
-    let mut opts = linearizability::Options::new(Duration::from_secs(args.timeout));
+    let mut opts = linearizability::Options::new(Duration::from_secs(args.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS)));
     opts.initial = args.initial.unwrap_or_default();
     let lin = args
         .model
         .map(|m| linearizability::check_with(&parsed.events, m, &opts))
         .transpose()
         .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    let refused = run_folder(&args.file).map(run_verdict::refused).unwrap_or_default();
+    let refused = run_folder(input).map(run_verdict::refused).unwrap_or_default();
     if !refused.is_empty() {
         parsed.warnings.push(format!(
             "the run's resource refused {} that no worker sent (first: {}): it cannot be judged safe",
@@ -115,6 +139,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Verdict::Invalid => 1,
         Verdict::Unknown => 2,
     }))
+}
+
+/// A recheck judges each run as its end did, by the run's own options: the flags that say how
+/// to read or check one history are refused beside it.
+fn refuse_flags_of_one_history(args: &Args) -> anyhow::Result<()> {
+    let flags = [
+        ("--model", args.model.is_some()),
+        ("--initial", args.initial.is_some()),
+        ("--format", args.format.is_some()),
+        ("--timeout", args.timeout.is_some()),
+        ("--stuck-after-ms", args.stuck_after_ms.is_some()),
+    ];
+    match flags.iter().find(|(_, given)| *given) {
+        Some((flag, _)) => anyhow::bail!("--recheck does not take {flag}: each run is checked again as its own end checked it"),
+        None => Ok(()),
+    }
 }
 
 /// `--initial`: one JSON value. The usual slip is a string without its JSON quotes. An integer

@@ -42,6 +42,8 @@ pub enum Command {
     Explore(explore::Args),
     /// Check a history (ours or Jepsen's EDN) or a run folder: lock safety, fencing, holder
     /// overlap, and with --model linearizability. Exit 0 valid, 1 invalid, 2 unknown or error.
+    /// With --recheck, every run of the stores given, listing those whose verdict changed
+    /// (exit 0 none, 1 some, 2 nothing rechecked or error).
     Check(check::Args),
     /// Many stores, each a night or a version, as one page: per cell the rate of violations
     /// night after night with its 95% interval, and the nights it changed (history.html in the
