@@ -71,18 +71,10 @@ pub fn merge(stores: &[PathBuf], out: &Path) -> anyhow::Result<u8> {
 /// it (runs are told apart by their folder's canonical path); a folder that cannot be read as a
 /// finished run is left out and named.
 pub fn read_stores(stores: &[PathBuf], report: &mut MatrixReport) -> anyhow::Result<()> {
-    let mut seen = std::collections::HashSet::new();
-    for store in stores {
-        for dir in run_store::run_folders(store)? {
-            // The same folder through the same store given twice, a symlink, or `a/../a`.
-            let canonical = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-            if !seen.insert(canonical.clone()) {
-                continue;
-            }
-            match finished_run(&dir) {
-                Ok((results, scenario)) => report.add(results, &scenario, canonical),
-                Err(why) => print_line!("left out {}: {why}", dir.display()),
-            }
+    for (dir, canonical) in run_store::run_folders_once(stores)? {
+        match finished_run(&dir) {
+            Ok((results, scenario)) => report.add(results, &scenario, canonical),
+            Err(why) => print_line!("left out {}: {why}", dir.display()),
         }
     }
     Ok(())

@@ -68,22 +68,16 @@ pub struct Unreadable {
 /// a link) is rechecked once. Err only when a store itself cannot be read.
 pub fn recheck(stores: &[PathBuf]) -> anyhow::Result<RecheckReport> {
     let mut report = RecheckReport::default();
-    let mut seen = std::collections::HashSet::new();
-    for store in stores {
-        for folder in run_store::run_folders(store)? {
-            if !seen.insert(folder.canonicalize().unwrap_or_else(|_| folder.clone())) {
-                continue;
-            }
-            match recheck_run(&folder) {
-                Ok((old, new)) => {
-                    report.rechecked += 1;
-                    match compare(folder, &old, &new) {
-                        Some(changed) => report.changed.push(changed),
-                        None => report.unchanged += 1,
-                    }
+    for (folder, _) in run_store::run_folders_once(stores)? {
+        match recheck_run(&folder) {
+            Ok((old, new)) => {
+                report.rechecked += 1;
+                match compare(folder, &old, &new) {
+                    Some(changed) => report.changed.push(changed),
+                    None => report.unchanged += 1,
                 }
-                Err(why) => report.unreadable.push(Unreadable { folder, why }),
             }
+            Err(why) => report.unreadable.push(Unreadable { folder, why }),
         }
     }
     Ok(report)

@@ -3,6 +3,8 @@
 //! A run folder holds: scenario.toml (as run) and run.json (effective parameters), the raw event
 //! files (workers/*.jsonl, resource.jsonl, nemesis.jsonl), history.jsonl (all merged by time),
 //! results.json, report.html, and logs/ with every container's output.
+//!
+//! Over 400 lines only with its tests: the store's code itself is some 260.
 
 use crate::scenario_name::ScenarioName;
 use anyhow::Context;
@@ -213,6 +215,23 @@ pub fn run_folders(store: &Path) -> anyhow::Result<Vec<PathBuf>> {
         folders.extend(read(&scenario.path())?.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()));
     }
     folders.sort();
+    Ok(folders)
+}
+
+/// Every run folder of `stores`, each once however often the stores reach it (the same store
+/// given twice, a link, `a/../a`), told apart by its canonical path: (the folder as found, its
+/// canonical path).
+pub fn run_folders_once(stores: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, PathBuf)>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut folders = vec![];
+    for store in stores {
+        for folder in run_folders(store)? {
+            let canonical = folder.canonicalize().unwrap_or_else(|_| folder.clone());
+            if seen.insert(canonical.clone()) {
+                folders.push((folder, canonical));
+            }
+        }
+    }
     Ok(folders)
 }
 
