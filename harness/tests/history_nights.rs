@@ -92,7 +92,8 @@ async fn three_real_nights_show_the_changed_lock_setting_as_changed_and_the_rest
     assert_eq!(dom.matches("<svg").count(), 3, "{dom}");
     assert_eq!(dom.matches("<circle").count(), 9, "{dom}");
     // Every night's runs are linked, and each link reaches a report.
-    let links: Vec<&str> = dom.split("href=\"").skip(1).filter_map(|s| s.split('"').next()).filter(|l| l.ends_with("report.html")).collect();
+    let links: Vec<&str> =
+        dom.split("href=\"").skip(1).filter_map(|s| s.split('"').next()).filter(|l| l.ends_with("report.html")).collect();
     assert_eq!(links.len(), 3 * 3 * RUNS as usize, "{dom}");
     for link in links {
         let target = page.join(link.replace("%20", " "));
