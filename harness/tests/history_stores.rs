@@ -5,29 +5,11 @@
 
 mod common;
 
-use common::made_up_store::{lockchaos, put_run_as, results_of};
-use results::{Expectation, Outcome, UnknownCause};
+use common::made_up_store::{lockchaos, put_cell};
+use results::UnknownCause;
 use serde_json::Value;
 use std::path::Path;
 use strum::IntoEnumIterator;
-
-/// A scenario file whose runs sit in the column `failure` of the row redis-single.
-fn scenario_toml(failure: &str) -> String {
-    format!("description = \"d\"\nexpect = \"violation\"\nbackend = \"redis-single\"\nfailure = \"{failure}\"\n")
-}
-
-/// Puts runs of the cell `failure` into `store`: `violations`, `safe`, and one unknown run per
-/// cause in `unknown`.
-fn put_cell(store: &Path, failure: &str, violations: u32, safe: u32, unknown: &[UnknownCause]) {
-    let scenario = format!("made-up-{failure}");
-    let toml = scenario_toml(failure);
-    let outcomes = (0..violations).map(|_| (Outcome::Violation, None)).chain((0..safe).map(|_| (Outcome::Safe, None)));
-    let all: Vec<(Outcome, Option<UnknownCause>)> = outcomes.chain(unknown.iter().map(|&c| (Outcome::Unknown, Some(c)))).collect();
-    for (i, (outcome, cause)) in all.into_iter().enumerate() {
-        let json = results_of(&scenario, Expectation::Violation, outcome, cause);
-        put_run_as(store, &scenario, &format!("20260101T0000{i:02}Z"), Some(&json), &toml);
-    }
-}
 
 fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

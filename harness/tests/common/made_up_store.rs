@@ -95,3 +95,29 @@ pub fn put_run_as(store: &Path, scenario: &str, folder: &str, results_json: Opti
     }
     dir
 }
+
+/// A scenario file whose runs sit in the cell redis-single × `failure` (the matrix's row is the
+/// backend, its column the failure), expecting `expect`.
+pub fn cell_toml(failure: &str, expect: Expectation) -> String {
+    format!("description = \"d\"\nexpect = \"{expect}\"\nbackend = \"redis-single\"\nfailure = \"{failure}\"\n")
+}
+
+/// Puts runs of the cell redis-single × `failure`, expecting a violation, into `store`:
+/// `violations`, `safe`, and one unknown run per cause in `unknown`.
+pub fn put_cell(store: &Path, failure: &str, violations: u32, safe: u32, unknown: &[UnknownCause]) {
+    put_cell_expecting(store, failure, Expectation::Violation, violations, safe, unknown)
+}
+
+/// As [`put_cell`], the cell expecting `expect`. Its scenario is made-up-`failure`, its runs'
+/// folders 20260101T000000Z, ...01Z and on: a second call for one cell into one store writes
+/// over the first's.
+pub fn put_cell_expecting(store: &Path, failure: &str, expect: Expectation, violations: u32, safe: u32, unknown: &[UnknownCause]) {
+    let scenario = format!("made-up-{failure}");
+    let toml = cell_toml(failure, expect);
+    let outcomes = (0..violations).map(|_| (Outcome::Violation, None)).chain((0..safe).map(|_| (Outcome::Safe, None)));
+    let all: Vec<(Outcome, Option<UnknownCause>)> = outcomes.chain(unknown.iter().map(|&c| (Outcome::Unknown, Some(c)))).collect();
+    for (i, (outcome, cause)) in all.into_iter().enumerate() {
+        let json = results_of(&scenario, expect, outcome, cause);
+        put_run_as(store, &scenario, &format!("20260101T0000{i:02}Z"), Some(&json), &toml);
+    }
+}
