@@ -16,7 +16,9 @@ fn root() -> PathBuf {
 fn matrix(store: &Path, extra: &[&str]) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockchaos"));
     cmd.current_dir(root())
-        .args(["matrix", "--scenarios", SCENARIOS, "--runs", "2", "--time-limit", "3", "--quiet", "--store"])
+        // 5 s: five matrices run at once here (up to six runs on two cores), and a clean CI once
+        // saw a 3 s run whose clients had not asked for the lock before its end (unknown).
+        .args(["matrix", "--scenarios", SCENARIOS, "--runs", "2", "--time-limit", "5", "--quiet", "--store"])
         .arg(store)
         .env("CI", "true")
         .stdout(std::process::Stdio::piped())
